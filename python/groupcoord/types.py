@@ -1,0 +1,76 @@
+"""The data model shared by assignors, codecs and the coordinator (DESIGN.md, "Data model")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    """One partition of one topic. Hashable and ordered by (topic, partition)."""
+
+    topic: str
+    partition: int
+
+
+def _str_tuple(value: Sequence[str], what: str) -> tuple[str, ...]:
+    # A bare string is a sequence of characters: accepting it would silently subscribe
+    # to one-letter topics, the classic mistake.
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{what} must be a sequence of str, not a single {type(value).__name__}")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"{what} must contain str, got {type(item).__name__}")
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What a member sends in JoinGroup (ConsumerProtocolSubscription v0-v3).
+
+    ``owned_partitions`` and ``generation_id`` (v1/v2) are what cooperative and
+    sticky assignors use to keep partitions in place; ``generation_id`` -1 means
+    "unknown". Owned partitions are checked by the assignors (any ``(str, int)``
+    pair is accepted), so building a subscription stays O(members), not O(partitions).
+    """
+
+    topics: Sequence[str]
+    owned_partitions: Sequence[TopicPartition] = ()
+    generation_id: int = -1
+    rack_id: str | None = None
+    group_instance_id: str | None = None
+    user_data: bytes | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "topics", _str_tuple(self.topics, "topics"))
+        object.__setattr__(self, "owned_partitions", tuple(self.owned_partitions))
+        if isinstance(self.generation_id, bool) or not isinstance(self.generation_id, int):
+            raise TypeError("generation_id must be an int")
+        if not -(2**31) <= self.generation_id < 2**31:
+            raise ValueError(f"generation_id {self.generation_id} does not fit an int32")
+        for name in ("rack_id", "group_instance_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be str or None")
+        if self.user_data is not None and not isinstance(self.user_data, (bytes, bytearray)):
+            raise TypeError("user_data must be bytes or None")
+        if isinstance(self.user_data, bytearray):
+            object.__setattr__(self, "user_data", bytes(self.user_data))
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """What a member receives in SyncGroup (ConsumerProtocolAssignment v0-v3)."""
+
+    partitions: Sequence[TopicPartition]
+    user_data: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.partitions, (str, bytes)):
+            raise TypeError("partitions must be a sequence of TopicPartition")
+        if not isinstance(self.partitions, (tuple, list)):
+            object.__setattr__(self, "partitions", tuple(self.partitions))
+        if self.user_data is not None and not isinstance(self.user_data, (bytes, bytearray)):
+            raise TypeError("user_data must be bytes or None")

@@ -1,0 +1,8 @@
+//! PyO3 conversions between Python objects and the core algorithms.
+
+use pyo3::prelude::*;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! groupcoord's Rust core: assignors (and, later, the heartbeat timer wheel and
+//! member expiry). The algorithm modules never touch PyO3; `bindings` adapts them.
+
+pub mod assign;
+pub mod consumer_protocol;
+mod bindings;
+
+use pyo3::prelude::*;
+
+/// The extension module `groupcoord._core`: registers the bindings, nothing else.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    bindings::register(m)
+}
