@@ -9,6 +9,7 @@ reference in :mod:`groupcoord.reference.assign`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from enum import Enum
 from typing import ClassVar, Literal
 
@@ -92,10 +93,13 @@ class Assignor:
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, bytes],
+        group_instance_ids: Mapping[str, str | None] | None = None,
     ) -> dict[str, bytes]:
         """The leader's hot path: JoinGroup subscription bytes in, SyncGroup assignment bytes out.
 
-        Each assignment is written at ``min(3, that member's subscription version)``
+        ``group_instance_ids`` (KIP-345) travel beside the subscription in JoinGroup,
+        not inside it; pass them so range and round-robin order static members as
+        Java does. Each assignment is written at ``min(3, that member's subscription version)``
         so members on old protocol versions can read what they get. Malformed bytes
         raise :class:`groupcoord.errors.InvalidPayload` naming the member.
         """
@@ -105,15 +109,19 @@ class Assignor:
                     f"subscription of {member_id!r} must be bytes, got {type(data).__name__}"
                 )
         if self.backend == "rust":
-            return _core.assign_encoded(self.kind, partitions_per_topic, subscriptions)
+            return _core.assign_encoded(
+                self.kind, partitions_per_topic, subscriptions, group_instance_ids
+            )
         decoded: dict[str, Subscription] = {}
         versions: dict[str, int] = {}
         for member_id, data in subscriptions.items():
             raw = bytes(data)
             try:
-                decoded[member_id] = decode_subscription(raw)
+                sub = decode_subscription(raw)
             except InvalidPayload as exc:
                 raise InvalidPayload(f"subscription of member {member_id!r}: {exc}") from exc
+            instance = (group_instance_ids or {}).get(member_id)
+            decoded[member_id] = replace(sub, group_instance_id=instance) if instance else sub
             versions[member_id] = int.from_bytes(raw[:2], "big", signed=True)
         assignments = self.assign(partitions_per_topic, decoded)
         return {
