@@ -81,9 +81,10 @@ def test_roundrobin_skips_members_not_subscribed(backend: str) -> None:
     subs = {"c0": Subscription(["t0"]), "c1": Subscription(["t0", "t1"]), "c2": Subscription(["t1"])}
     result = RoundRobinAssignor(backend=backend).assign({"t0": 3, "t1": 3}, subs)
     assert lists(result) == {
+        # t0-2 skips c2 (not subscribed) and goes to c0; t1-2 skips c0 and goes to c1.
         "c0": tps(("t0", 0), ("t0", 2)),
-        "c1": tps(("t0", 1), ("t1", 1)),
-        "c2": tps(("t1", 0), ("t1", 2)),
+        "c1": tps(("t0", 1), ("t1", 0), ("t1", 2)),
+        "c2": tps(("t1", 1)),
     }
 
 
@@ -142,7 +143,7 @@ def test_sticky_reads_previous_ownership_from_user_data(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sticky_garbage_user_data_is_invalid_payload(backend: str) -> None:
     subs = {"a": Subscription(["t"], user_data=b"\x00\x00\x00\x05xx")}
-    with pytest.raises(InvalidPayload, match="'a'"):
+    with pytest.raises(InvalidPayload, match=r"[\"']a[\"']"):
         StickyAssignor(backend=backend).assign({"t": 4}, subs)
 
 
@@ -208,12 +209,12 @@ def test_assign_encoded_uses_group_instance_ids_for_range_order(backend: str) ->
 
     plain = RangeAssignor(backend=backend).assign_encoded({"t": 2}, subs)
     static = RangeAssignor(backend=backend).assign_encoded({"t": 2}, subs, group_instance_ids={"b": "i"})
-    assert decode_assignment(plain["a"]).partitions == tps(("t", 0))
-    assert decode_assignment(static["b"]).partitions == tps(("t", 0))
+    assert list(decode_assignment(plain["a"]).partitions) == tps(("t", 0))
+    assert list(decode_assignment(static["b"]).partitions) == tps(("t", 0))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("payload", [b"", b"\x00", b"\x00\x00\x00\x00\x00\x05ab", b"\xff\xff\x00\x00\x00\x00"])
 def test_assign_encoded_rejects_garbage_with_invalid_payload(backend: str, payload: bytes) -> None:
-    with pytest.raises(InvalidPayload, match="'m'"):
+    with pytest.raises(InvalidPayload, match=r"[\"']m[\"']"):
         StickyAssignor(backend=backend).assign_encoded({"t": 1}, {"m": payload})

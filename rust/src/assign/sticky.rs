@@ -303,3 +303,50 @@ mod tests {
         }
     }
 }
+
+/// Named benchmark cases next to the code (franz-go style); run with
+/// `cargo test --release bench_ -- --ignored --nocapture`. The Python-level
+/// benchmarks in benches/ are the ones the README reports.
+#[cfg(test)]
+mod bench {
+    use super::super::invariants::next_round;
+    use super::super::model::{MemberSpec, ModelBuilder};
+    use super::*;
+    use std::time::Instant;
+
+    fn java_large_test() -> GroupModel {
+        let topics = (0..500).map(|t| (format!("topic-{t:03}"), 2000)).collect();
+        let mut b = ModelBuilder::new(topics).unwrap();
+        for m in 0..2000 {
+            b.push_member(MemberSpec {
+                id: format!("member-{m:04}"),
+                topics: (0..500).collect(),
+                ..Default::default()
+            });
+        }
+        b.build().unwrap()
+    }
+
+    fn time<T>(name: &str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        println!("{name}: {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+        out
+    }
+
+    #[test]
+    #[ignore]
+    fn bench_2000_members_1m_partitions() {
+        let fresh = java_large_test();
+        let plan = time("fresh", || assign(&fresh));
+        let mut existing = next_round(&fresh, &plan, 1);
+        existing.members.remove(7);
+        let plan = time("existing (one left)", || assign(&existing));
+        // imbalanced: every survivor heterogeneous by dropping one topic from half of them
+        let mut imbalanced = next_round(&existing, &plan, 2);
+        for m in imbalanced.members.iter_mut().step_by(2) {
+            m.topics.pop();
+        }
+        time("imbalanced (general path)", || assign(&imbalanced));
+    }
+}

@@ -16,7 +16,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 const MAX_ASSIGNMENT_VERSION: i16 = 3;
 
 fn algorithm(py: Python<'_>, kind: &str) -> PyResult<Algorithm> {
-    Algorithm::from_name(kind).ok_or_else(|| invalid_input(py, format!("unknown assignor {kind:?}")))
+    Algorithm::from_name(kind)
+        .ok_or_else(|| invalid_input(py, format!("unknown assignor {kind:?}")))
 }
 
 fn run(py: Python<'_>, algorithm: Algorithm, model: &GroupModel) -> Plan {
@@ -109,8 +110,9 @@ pub fn assign_encoded<'py>(
         })?;
         let view = decode_subscription(payload.as_bytes())
             .map_err(|e| invalid_payload(py, &format!("subscription of member {id:?}"), &e))?;
-        let mut spec = member_from_view(&builder, id.clone(), &view, ownership, &mut previous_topics)
-            .map_err(|(what, e)| invalid_payload(py, &what, &e))?;
+        let mut spec =
+            member_from_view(&builder, id.clone(), &view, ownership, &mut previous_topics)
+                .map_err(|(what, e)| invalid_payload(py, &what, &e))?;
         if let Some(instances) = &instances {
             if let Some(instance) = instances.get_item(&member_id)? {
                 if !instance.is_none() {
@@ -157,7 +159,8 @@ pub fn assign_encoded<'py>(
                 .iter()
                 .map(|&(t, s, e)| (model.topic_names[t].as_str(), &numbers[s..e])),
             None,
-        );
+        )
+        .map_err(|e| invalid_payload(py, &format!("assignment of member {:?}", member.id), &e))?;
         result.set_item(key_of[member.id.as_str()], PyBytes::new(py, &buffer))?;
     }
     Ok(result)

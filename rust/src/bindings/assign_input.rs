@@ -5,9 +5,9 @@ use super::errors::{from_assign_error, invalid_input, invalid_payload};
 use crate::assign::model::{MemberSpec, ModelBuilder, TopicId};
 use crate::assign::Algorithm;
 use crate::consumer_protocol::{
-    decode_cooperative_user_data, decode_sticky_user_data, SubscriptionView,
-    TopicPartitionsView,
+    decode_cooperative_user_data, decode_sticky_user_data, SubscriptionView, TopicPartitionsView,
 };
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 use rustc_hash::FxHashMap;
@@ -49,7 +49,10 @@ pub fn as_dict<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, 
 
 fn int_value(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<i64> {
     if obj.is_instance_of::<PyBool>() {
-        return Err(invalid_input(obj.py(), format!("{} must be an int, not bool", what())));
+        return Err(invalid_input(
+            obj.py(),
+            format!("{} must be an int, not bool", what()),
+        ));
     }
     obj.extract::<i64>()
         .map_err(|_| invalid_input(obj.py(), format!("{} must be an int", what())))
@@ -78,7 +81,13 @@ pub fn read_topics<'py>(
         let t = builder.topic_id(name.to_str()?).expect("interned above");
         names[t as usize] = Some(name);
     }
-    Ok((builder, names.into_iter().map(|n| n.expect("every topic named")).collect()))
+    Ok((
+        builder,
+        names
+            .into_iter()
+            .map(|n| n.expect("every topic named"))
+            .collect(),
+    ))
 }
 
 /// Resolves topic names to ids, remembering str objects by address: members share
@@ -156,7 +165,9 @@ fn read_owned_objects(
 ) -> PyResult<()> {
     let py = sub.py();
     let owned = sub.getattr(intern!(py, "owned_partitions"))?;
-    let generation = sub.getattr(intern!(py, "generation_id"))?.extract::<i32>()?;
+    let generation = sub
+        .getattr(intern!(py, "generation_id"))?
+        .extract::<i32>()?;
     let user_data = sub.getattr(intern!(py, "user_data"))?;
     let user_data: Option<Vec<u8>> = if user_data.is_none() {
         None
@@ -212,7 +223,11 @@ fn bad_claim(py: Python<'_>, member: &str, item: &Bound<'_, PyAny>) -> PyErr {
     )
 }
 
-fn push_views(builder: &ModelBuilder, views: &[TopicPartitionsView<'_>], out: &mut Vec<(TopicId, i64)>) {
+fn push_views(
+    builder: &ModelBuilder,
+    views: &[TopicPartitionsView<'_>],
+    out: &mut Vec<(TopicId, i64)>,
+) {
     for view in views {
         if let Some(t) = builder.topic_id(view.topic) {
             out.extend(view.partitions.iter().map(|p| (t, i64::from(p))));
@@ -233,7 +248,11 @@ pub fn member_from_view(
     let topics = if previous_topics.0 == view.topics_bytes {
         previous_topics.1.clone()
     } else {
-        let topics: Vec<TopicId> = view.topics.iter().filter_map(|t| builder.topic_id(t)).collect();
+        let topics: Vec<TopicId> = view
+            .topics
+            .iter()
+            .filter_map(|t| builder.topic_id(t))
+            .collect();
         *previous_topics = (view.topics_bytes.to_vec(), topics.clone());
         topics
     };
@@ -256,7 +275,9 @@ pub fn member_from_view(
                 push_views(builder, &decoded.partitions, &mut spec.owned);
                 spec.generation = decoded.generation.unwrap_or(-1);
             }
-            (Ownership::Cooperative, Some(data)) if view.generation_id == -1 && !data.is_empty() => {
+            (Ownership::Cooperative, Some(data))
+                if view.generation_id == -1 && !data.is_empty() =>
+            {
                 spec.generation = decode_cooperative_user_data(data)
                     .map_err(|e| (format!("cooperative user data of {:?}", spec.id), e))?;
             }

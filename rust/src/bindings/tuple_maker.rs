@@ -8,7 +8,7 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::{PyString, PyTuple, PyType};
 
 pub struct PairMaker<'py> {
     ty: Bound<'py, PyType>,
@@ -20,8 +20,12 @@ impl<'py> PairMaker<'py> {
         let py = ty.py();
         let tuple = py.get_type::<PyTuple>();
         let plain_layout = ty.is_subclass(&tuple)?
-            && ty.getattr("__basicsize__")?.eq(tuple.getattr("__basicsize__")?)?
-            && ty.getattr("__itemsize__")?.eq(tuple.getattr("__itemsize__")?)?;
+            && ty
+                .getattr("__basicsize__")?
+                .eq(tuple.getattr("__basicsize__")?)?
+            && ty
+                .getattr("__itemsize__")?
+                .eq(tuple.getattr("__itemsize__")?)?;
         let alloc = if plain_layout {
             // SAFETY: `ty` is a live type object; Py_tp_alloc is always set on heap types.
             let slot = unsafe { ffi::PyType_GetSlot(ty.as_type_ptr(), ffi::Py_tp_alloc) };
@@ -39,7 +43,7 @@ impl<'py> PairMaker<'py> {
 
     pub fn make(
         &self,
-        first: &Bound<'py, impl PyTypeCheck>,
+        first: &Bound<'py, PyString>,
         second: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = self.ty.py();

@@ -6,13 +6,19 @@ and returns, per member index, the sorted dense partition ids it is assigned.
 """
 
 from groupcoord.reference.assign.cooperative import assign_cooperative_sticky
-from groupcoord.reference.assign.model import GroupModel, OwnershipSource, build_model
+from groupcoord.reference.assign.model import (
+    GroupModel,
+    MemberInput,
+    OwnershipSource,
+    build_model,
+)
 from groupcoord.reference.assign.range import assign_range
 from groupcoord.reference.assign.roundrobin import assign_roundrobin
 from groupcoord.reference.assign.sticky import assign_sticky
 
 __all__ = [
     "GroupModel",
+    "MemberInput",
     "OwnershipSource",
     "assign_cooperative_sticky",
     "assign_range",

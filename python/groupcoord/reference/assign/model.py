@@ -163,7 +163,7 @@ def build_model(partitions_per_topic: Mapping[str, int], members: Sequence[Membe
 def _claim(tp: object, member_id: str) -> tuple[str, int]:
     if not isinstance(tp, tuple) or len(tp) != 2:
         raise InvalidAssignorInput(
-            f"owned partitions of {member_id!r} must be (topic, partition) pairs, got {tp!r}"
+            f"owned partitions of {member_id!r} must be (str, int) pairs, got {tp!r}"
         )
     topic, partition = tp
     if not isinstance(topic, str) or isinstance(partition, bool) or not isinstance(partition, int):
