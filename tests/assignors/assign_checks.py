@@ -27,7 +27,7 @@ def check_valid(
     *,
     complete: bool = True,
 ) -> None:
-    """Every member present; partitions only to subscribers, at most once; all of them if complete."""
+    """Every member present; partitions only to subscribers, at most once; all if complete."""
     assert set(result) == set(subscriptions)
     seen: dict[TopicPartition, str] = {}
     for member, assignment in result.items():

@@ -78,7 +78,11 @@ def test_range_orders_static_members_first_by_instance_id(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_roundrobin_skips_members_not_subscribed(backend: str) -> None:
     # kafka-python 3.0.12 raises KeyError on exactly this group.
-    subs = {"c0": Subscription(["t0"]), "c1": Subscription(["t0", "t1"]), "c2": Subscription(["t1"])}
+    subs = {
+        "c0": Subscription(["t0"]),
+        "c1": Subscription(["t0", "t1"]),
+        "c2": Subscription(["t1"]),
+    }
     result = RoundRobinAssignor(backend=backend).assign({"t0": 3, "t1": 3}, subs)
     assert lists(result) == {
         # t0-2 skips c2 (not subscribed) and goes to c0; t1-2 skips c0 and goes to c1.
@@ -92,7 +96,9 @@ def test_roundrobin_skips_members_not_subscribed(backend: str) -> None:
 @pytest.mark.parametrize("cls", ALL)
 def test_missing_topics_are_skipped_and_bad_claims_ignored(cls: type, backend: str) -> None:
     subs = {
-        "a": Subscription(["t", "ghost"], owned_partitions=tps(("t", 7), ("ghost", 0), ("t", -1)), generation_id=3),
+        "a": Subscription(
+            ["t", "ghost"], owned_partitions=tps(("t", 7), ("ghost", 0), ("t", -1)), generation_id=3
+        ),
         "b": Subscription(["t"]),
     }
     result = cls(backend=backend).assign({"t": 2}, subs)
@@ -111,10 +117,16 @@ def test_missing_topics_are_skipped_and_bad_claims_ignored(cls: type, backend: s
         ({"t": 1}, {"": Subscription(["t"])}, "non-empty"),
         ({"t": 1}, {"a": ["t"]}, "must be a Subscription"),
         ({"t": 1}, {"a": Subscription(["t"], owned_partitions=[("t",)])}, r"\(str, int\) pairs"),
-        ({"t": 1}, {"a": Subscription(["t"], owned_partitions=[("t", "0")])}, r"\(str, int\) pairs"),
+        (
+            {"t": 1},
+            {"a": Subscription(["t"], owned_partitions=[("t", "0")])},
+            r"\(str, int\) pairs",
+        ),
     ],
 )
-def test_bad_input_raises_a_typed_error(cls: type, backend: str, ppt: dict, subs: dict, match: str) -> None:
+def test_bad_input_raises_a_typed_error(
+    cls: type, backend: str, ppt: dict, subs: dict, match: str
+) -> None:
     assignor = cls(backend=backend)
     if cls in (RangeAssignor, RoundRobinAssignor) and "pairs" in match:
         pytest.skip("range and round-robin never read owned partitions")
@@ -197,7 +209,10 @@ def test_assign_encoded_decodes_to_what_assign_returns(cls: type, backend: str) 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_assign_encoded_answers_in_the_members_subscription_version(backend: str) -> None:
-    subs = {"old": encode_subscription(Subscription(["t"]), 0), "new": encode_subscription(Subscription(["t"]), 3)}
+    subs = {
+        "old": encode_subscription(Subscription(["t"]), 0),
+        "new": encode_subscription(Subscription(["t"]), 3),
+    }
     encoded = RangeAssignor(backend=backend).assign_encoded({"t": 2}, subs)
     assert encoded["old"][:2] == b"\x00\x00" and encoded["new"][:2] == b"\x00\x03"
 
@@ -208,13 +223,17 @@ def test_assign_encoded_uses_group_instance_ids_for_range_order(backend: str) ->
     from groupcoord.protocol import decode_assignment
 
     plain = RangeAssignor(backend=backend).assign_encoded({"t": 2}, subs)
-    static = RangeAssignor(backend=backend).assign_encoded({"t": 2}, subs, group_instance_ids={"b": "i"})
+    static = RangeAssignor(backend=backend).assign_encoded(
+        {"t": 2}, subs, group_instance_ids={"b": "i"}
+    )
     assert list(decode_assignment(plain["a"]).partitions) == tps(("t", 0))
     assert list(decode_assignment(static["b"]).partitions) == tps(("t", 0))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("payload", [b"", b"\x00", b"\x00\x00\x00\x00\x00\x05ab", b"\xff\xff\x00\x00\x00\x00"])
+@pytest.mark.parametrize(
+    "payload", [b"", b"\x00", b"\x00\x00\x00\x00\x00\x05ab", b"\xff\xff\x00\x00\x00\x00"]
+)
 def test_assign_encoded_rejects_garbage_with_invalid_payload(backend: str, payload: bytes) -> None:
     with pytest.raises(InvalidPayload, match=r"[\"']m[\"']"):
         StickyAssignor(backend=backend).assign_encoded({"t": 1}, {"m": payload})

@@ -32,12 +32,12 @@ from groupcoord import (
 
 ALL = [RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor]
 STICKY = [StickyAssignor, CooperativeStickyAssignor]
-SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def settle(assignor: Assignor, group: Group, start: int = 1, limit: int = 6) -> tuple[dict, dict, int]:
+def settle(
+    assignor: Assignor, group: Group, start: int = 1, limit: int = 6
+) -> tuple[dict, dict, int]:
     """Run rounds (members own what they were given) until the output stops changing."""
     subs = group.subscriptions
     result = assignor.assign(group.partitions_per_topic, subs)
@@ -55,7 +55,9 @@ def settle(assignor: Assignor, group: Group, start: int = 1, limit: int = 6) -> 
 @pytest.mark.parametrize("cls", [RangeAssignor, RoundRobinAssignor, StickyAssignor])
 @SETTINGS
 @given(group=groups())
-def test_every_subscribed_partition_is_assigned_exactly_once(cls: type[Assignor], group: Group) -> None:
+def test_every_subscribed_partition_is_assigned_exactly_once(
+    cls: type[Assignor], group: Group
+) -> None:
     result = cls().assign(group.partitions_per_topic, group.subscriptions)
     check_valid(group.partitions_per_topic, group.subscriptions, result)
 
@@ -103,7 +105,9 @@ def test_cooperative_settles_quickly_for_any_subscriptions(group: Group) -> None
 @pytest.mark.parametrize("cls", STICKY)
 @SETTINGS
 @given(group=groups(max_members=120, identical=True), data=st.data())
-def test_a_departure_moves_nothing_between_survivors(cls: type[Assignor], group: Group, data: st.DataObject) -> None:
+def test_a_departure_moves_nothing_between_survivors(
+    cls: type[Assignor], group: Group, data: st.DataObject
+) -> None:
     assignor = cls()
     subs, result, _ = settle(assignor, group)
     if len(subs) < 2:
@@ -122,7 +126,7 @@ def test_a_departure_moves_nothing_between_survivors(cls: type[Assignor], group:
 @given(group=groups(max_members=120, identical=True))
 def test_a_joiner_takes_only_what_it_needs(cls: type[Assignor], group: Group) -> None:
     assignor = cls()
-    subs, result, generation = settle(assignor, group)
+    subs, result, _ = settle(assignor, group)
     topics = next(iter(subs.values())).topics
     joined = dict(subs)
     joined["zz-newcomer"] = Subscription(topics)
@@ -136,7 +140,9 @@ def test_a_joiner_takes_only_what_it_needs(cls: type[Assignor], group: Group) ->
     else:
         # Round 1 only revokes; the newcomer gets what was freed a round later.
         assert not after["zz-newcomer"].partitions
-        settled, final, _ = settle(assignor, Group(group.partitions_per_topic, next_round(joined, after, 99)))
+        settled, final, _ = settle(
+            assignor, Group(group.partitions_per_topic, next_round(joined, after, 99))
+        )
         check_balanced(settled, final)
 
 
@@ -179,4 +185,6 @@ def test_output_does_not_depend_on_dict_order(cls: type[Assignor], group: Group,
     random.Random(seed + 1).shuffle(topics)
     a = cls().assign(group.partitions_per_topic, group.subscriptions)
     b = cls().assign(dict(topics), dict(items))
-    assert {m: list(x.partitions) for m, x in a.items()} == {m: list(x.partitions) for m, x in b.items()}
+    assert {m: list(x.partitions) for m, x in a.items()} == {
+        m: list(x.partitions) for m, x in b.items()
+    }

@@ -150,9 +150,7 @@ class Assignor:
                 try:
                     generation = decode_cooperative_user_data(sub.user_data)
                 except InvalidPayload as exc:
-                    raise InvalidPayload(
-                        f"cooperative user data of {member_id!r}: {exc}"
-                    ) from exc
+                    raise InvalidPayload(f"cooperative user data of {member_id!r}: {exc}") from exc
         return reference.MemberInput(
             member_id=member_id,
             topics=sub.topics,

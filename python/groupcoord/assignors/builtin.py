@@ -9,7 +9,7 @@ from groupcoord.reference.assign import OwnershipSource
 
 
 class RangeAssignor(Assignor):
-    """Per topic, contiguous ranges over the subscribed members; the first ``P % M`` get one more."""
+    """Per topic, contiguous ranges over its subscribers; the first ``P % M`` get one more."""
 
     name: ClassVar[str] = "range"
     kind: ClassVar[str] = "range"

@@ -101,7 +101,9 @@ def validate_partitions_per_topic(partitions_per_topic: Mapping[str, int]) -> li
     return sorted(partitions_per_topic)
 
 
-def build_model(partitions_per_topic: Mapping[str, int], members: Sequence[MemberInput]) -> GroupModel:
+def build_model(
+    partitions_per_topic: Mapping[str, int], members: Sequence[MemberInput]
+) -> GroupModel:
     """Intern topics and members; drop what Kafka's assignors ignore.
 
     Subscriptions to topics missing from ``partitions_per_topic`` are skipped (the

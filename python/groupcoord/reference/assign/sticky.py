@@ -41,7 +41,7 @@ def resolve_previous_owners(model: GroupModel) -> list[int]:
     for m, claims in enumerate(model.subscribed_claims):
         generation = model.generations[m]
         for p in claims:
-            if owner[p] == UNOWNED and not tied[p] or generation > best[p]:
+            if (owner[p] == UNOWNED and not tied[p]) or generation > best[p]:
                 owner[p], best[p], tied[p] = m, generation, 0
             elif generation == best[p]:
                 tied[p] = 1
