@@ -74,7 +74,7 @@ _I32: Final = struct.Struct(">i")
 
 
 def adapt(assignor: Assignor) -> KafkaPythonAssignor:
-    """An object for ``KafkaConsumer(partition_assignment_strategy=[...])`` running ``assignor``."""
+    """``assignor`` as an entry of ``KafkaConsumer(partition_assignment_strategy=[...])``."""
     return KafkaPythonAssignor(assignor)
 
 
@@ -141,7 +141,9 @@ class KafkaPythonAssignor(AbstractPartitionAssignor):  # type: ignore[misc]
         if ownership is OwnershipSource.COOPERATIVE:
             return encode_cooperative_user_data(self.generation)
         if ownership is OwnershipSource.STICKY and self.assignment is not None:
-            previous = [TopicPartition(t, p) for t, partitions in self.assignment for p in partitions]
+            previous = [
+                TopicPartition(t, p) for t, partitions in self.assignment for p in partitions
+            ]
             return encode_sticky_user_data(previous, self.generation)
         return None
 
@@ -234,7 +236,8 @@ def _put_string(out: bytearray, value: str) -> None:
     out += raw
 
 
-class EncodedConsumerProtocolAssignment(ConsumerProtocolAssignment, init=False):  # type: ignore[misc]
+# init=False: a subclass of kafka-python's schema class, not a new schema to load
+class EncodedConsumerProtocolAssignment(ConsumerProtocolAssignment, init=False):  # type: ignore[misc,call-arg]
     """A ConsumerProtocolAssignment that keeps the bytes the assignor wrote.
 
     ``encode()`` returns those bytes as they are, so kafka-python's SyncGroup carries the
@@ -243,8 +246,6 @@ class EncodedConsumerProtocolAssignment(ConsumerProtocolAssignment, init=False):
     kafka-python's own decoder the first time they are read; from then on ``encode()``
     encodes the fields, so changes made through them are honoured.
     """
-
-    __slots__ = ("_decoded", "_encoded")
 
     def __init__(self, encoded: bytes) -> None:
         if len(encoded) < 2:
