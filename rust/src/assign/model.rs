@@ -172,6 +172,28 @@ impl ModelBuilder {
         self.index.get(name).copied()
     }
 
+    /// [`Self::topic_id`] for names that mostly come in sorted order (as encoders
+    /// write them): the topic after `hint`, then `hint` itself, are compared before
+    /// hashing. `hint` is updated to the answer.
+    #[inline]
+    pub fn topic_id_near(&self, name: &str, hint: &mut Option<TopicId>) -> Option<TopicId> {
+        if let Some(h) = *hint {
+            let next = h as usize + 1;
+            if self.topic_names.get(next).is_some_and(|n| n == name) {
+                *hint = Some(next as TopicId);
+                return *hint;
+            }
+            if self.topic_names[h as usize] == name {
+                return *hint;
+            }
+        }
+        let found = self.topic_id(name);
+        if found.is_some() {
+            *hint = found;
+        }
+        found
+    }
+
     pub fn num_topics(&self) -> usize {
         self.topic_names.len()
     }
@@ -282,6 +304,20 @@ mod tests {
         assert_eq!(model.topic_of(1), 0);
         assert_eq!(model.topic_of(2), 1);
         assert_eq!(model.topic_of(4), 1);
+    }
+
+    #[test]
+    fn topic_hints_only_speed_up_lookups() {
+        let b = builder();
+        let mut hint = None;
+        let answers: Vec<_> = ["a", "b", "b", "c", "a", "zz", "c"]
+            .iter()
+            .map(|n| b.topic_id_near(n, &mut hint))
+            .collect();
+        assert_eq!(
+            answers,
+            vec![Some(0), Some(1), Some(1), Some(2), Some(0), None, Some(2)]
+        );
     }
 
     #[test]

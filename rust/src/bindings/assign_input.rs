@@ -228,8 +228,10 @@ fn push_views(
     views: &[TopicPartitionsView<'_>],
     out: &mut Vec<(TopicId, i64)>,
 ) {
+    out.reserve(views.iter().map(|v| v.partitions.len()).sum());
+    let mut hint = None;
     for view in views {
-        if let Some(t) = builder.topic_id(view.topic) {
+        if let Some(t) = builder.topic_id_near(view.topic, &mut hint) {
             out.extend(view.partitions.iter().map(|p| (t, i64::from(p))));
         }
     }
@@ -248,10 +250,11 @@ pub fn member_from_view(
     let topics = if previous_topics.0 == view.topics_bytes {
         previous_topics.1.clone()
     } else {
+        let mut hint = None;
         let topics: Vec<TopicId> = view
             .topics
             .iter()
-            .filter_map(|t| builder.topic_id(t))
+            .filter_map(|t| builder.topic_id_near(t, &mut hint))
             .collect();
         *previous_topics = (view.topics_bytes.to_vec(), topics.clone());
         topics
