@@ -52,6 +52,7 @@ from groupcoord.types import Assignment, Subscription, TopicPartition
 __all__ = [
     "ASSIGNMENT_MAX_VERSION",
     "SUBSCRIPTION_MAX_VERSION",
+    "BytesLike",
     "decode_assignment",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
@@ -70,6 +71,9 @@ ASSIGNMENT_MAX_VERSION: Final = 3
 _INT16_MAX: Final = 2**15 - 1
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
+
+#: What the decoders accept: any bytes-like object (a memoryview of any shape is read as its bytes).
+BytesLike = bytes | bytearray | memoryview
 
 _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
@@ -337,7 +341,7 @@ def _version(r: _Reader) -> int:
     return version
 
 
-def decode_subscription(data: bytes) -> Subscription:
+def decode_subscription(data: BytesLike) -> Subscription:
     """Decode ConsumerProtocolSubscription bytes (any version >= 0; see module docs).
 
     Fields absent from the payload's version take their defaults: no owned partitions,
@@ -367,7 +371,7 @@ def decode_subscription(data: bytes) -> Subscription:
     )
 
 
-def decode_assignment(data: bytes) -> Assignment:
+def decode_assignment(data: BytesLike) -> Assignment:
     """Decode ConsumerProtocolAssignment bytes (any version >= 0).
 
     ``partitions`` is a tuple of TopicPartition in the order written. Raises InvalidPayload
@@ -381,7 +385,7 @@ def decode_assignment(data: bytes) -> Assignment:
     return Assignment(partitions=tuple(partitions), user_data=user_data)
 
 
-def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int | None]:
+def decode_sticky_user_data(data: BytesLike) -> tuple[list[TopicPartition], int | None]:
     """Decode StickyAssignor user data: ``(previous_assignment, generation)``.
 
     V1 is a V0 body followed by exactly 4 bytes (the generation); V0 is the body alone and
@@ -399,7 +403,7 @@ def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int | No
     raise r.fail(f"{left} bytes after the previous assignment (expected 0 or 4)")
 
 
-def decode_cooperative_user_data(data: bytes) -> int:
+def decode_cooperative_user_data(data: BytesLike) -> int:
     """Decode CooperativeStickyAssignor user data: exactly one int32, the generation."""
     r = _Reader(_as_view(data, "cooperative user data"), "cooperative user data")
     generation = r.int32("generation")
