@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from functools import partial
+from itertools import repeat
 from typing import Final
 
 from groupcoord.errors import InvalidPayload
@@ -76,6 +78,9 @@ _INT32_MAX: Final = 2**31 - 1
 BytesLike = bytes | bytearray | memoryview
 
 _I16: Final = struct.Struct(">h")
+# TopicPartition from a (topic, partition) tuple, skipping the NamedTuple's Python-level
+# __new__ (and _make, also Python-level): about twice as fast on the decoders' hot path.
+_make_tp: Final = partial(tuple.__new__, TopicPartition)
 _I32: Final = struct.Struct(">i")
 
 
@@ -312,8 +317,30 @@ class _Reader:
         return self.buf[start : self.pos].tobytes()
 
     def strings(self, field: str) -> tuple[str, ...]:
+        """array[string]. A plain loop over locals; on any problem the checked reader
+        re-reads the offending element to report it precisely."""
         n = self.count(field, 2)
-        return tuple([self.string(field) for _ in range(n)])
+        buf, pos, size = self.buf, self.pos, len(self.buf)
+        out: list[str] = []
+        append = out.append
+        unpack = _I16.unpack_from
+        for _ in range(n):
+            if pos + 2 > size:
+                break
+            (length,) = unpack(buf, pos)
+            stop = pos + 2 + length
+            if length < 0 or stop > size:
+                break
+            try:
+                append(str(buf[pos + 2 : stop], "utf-8"))
+            except UnicodeDecodeError:
+                break
+            pos = stop
+        self.pos = pos
+        if len(out) < n:
+            self.string(field)  # raises InvalidPayload for the element the loop stopped at
+            raise self.fail(f"{field} could not be read")  # pragma: no cover - unreachable
+        return tuple(out)
 
     def topic_partitions(self, field: str) -> list[TopicPartition]:
         """array[(topic, array[int32])] flattened to TopicPartitions, in the order written."""
@@ -324,7 +351,7 @@ class _Reader:
             n = self.count(partitions_field, 4)
             parts = struct.unpack_from(f">{n}i", self.buf, self.pos)
             self.pos += 4 * n
-            out.extend([TopicPartition(topic, p) for p in parts])
+            out.extend(map(_make_tp, zip(repeat(topic, n), parts, strict=True)))
         return out
 
     def end(self, version: int, highest: int) -> None:
