@@ -1,0 +1,267 @@
+"""The ``groupcoord`` command line (also ``python -m groupcoord``).
+
+``groupcoord assign FILE`` plans an assignment from a JSON description of a group;
+``groupcoord bench`` prints the assignor comparison table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from groupcoord.assignors import (
+    Assignor,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+)
+from groupcoord.errors import GroupcoordError
+from groupcoord.types import Subscription, TopicPartition
+
+app = typer.Typer(
+    name="groupcoord",
+    help="Kafka consumer-group coordination: assignors with a Rust core.",
+    no_args_is_help=True,
+    add_completion=False,
+    # real bugs should show a plain traceback, not a page of local variables
+    pretty_exceptions_enable=False,
+)
+
+#: exit status for bad input, as for command-line usage errors
+EXIT_BAD_INPUT = 2
+
+
+class AssignorName(StrEnum):
+    range = "range"
+    roundrobin = "roundrobin"
+    sticky = "sticky"
+    cooperative_sticky = "cooperative-sticky"
+
+
+class BackendName(StrEnum):
+    rust = "rust"
+    python = "python"
+
+
+_ASSIGNOR_CLASSES: Mapping[AssignorName, type[Assignor]] = {
+    AssignorName.range: RangeAssignor,
+    AssignorName.roundrobin: RoundRobinAssignor,
+    AssignorName.sticky: StickyAssignor,
+    AssignorName.cooperative_sticky: CooperativeStickyAssignor,
+}
+
+_INT32_MAX = 2**31 - 1
+_GROUP_KEYS = {"topics", "members"}
+_MEMBER_KEYS = {"topics", "owned_partitions", "generation_id", "group_instance_id"}
+
+ASSIGN_INPUT_HELP = """\
+FILE is JSON ("-" reads stdin):
+
+  {"topics": {"orders": 12},
+   "members": {"m1": {"topics": ["orders"],
+                      "owned_partitions": [["orders", 0]],
+                      "generation_id": 3,
+                      "group_instance_id": null}}}
+
+Only "topics" is required for a member. Prints
+{"assignor": ..., "assignment": {"m1": [["orders", 0], ...]}}.
+"""
+
+
+class BadInput(Exception):
+    """The input file cannot describe a group; the message says where and why."""
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"groupcoord: error: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _keys(obj: Mapping[str, object], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise BadInput(
+            f"{where}: unknown key {unknown[0]!r} (expected {', '.join(sorted(allowed))})"
+        )
+
+
+def parse_group(doc: object) -> tuple[dict[str, int], dict[str, Subscription]]:
+    """Partition counts and subscriptions from the JSON document of ``groupcoord assign``."""
+    if not isinstance(doc, dict):
+        raise BadInput(f"the document must be an object, not {type(doc).__name__}")
+    _keys(doc, _GROUP_KEYS, "the document")
+    missing = sorted(_GROUP_KEYS - set(doc))
+    if missing:
+        raise BadInput(f'missing "{missing[0]}"')
+    topics = doc["topics"]
+    if not isinstance(topics, dict):
+        raise BadInput('"topics" must be an object of topic name to partition count')
+    for topic, count in topics.items():
+        if not _is_int(count) or not 0 <= count <= _INT32_MAX:
+            raise BadInput(f"topics.{topic}: partition count must be an int >= 0, got {count!r}")
+    members = doc["members"]
+    if not isinstance(members, dict):
+        raise BadInput('"members" must be an object of member id to member')
+    subscriptions = {
+        member_id: _parse_member(member, f"members.{member_id}")
+        for member_id, member in members.items()
+    }
+    return dict(topics), subscriptions
+
+
+def _parse_member(member: object, where: str) -> Subscription:
+    if not isinstance(member, dict):
+        raise BadInput(f"{where}: must be an object, not {type(member).__name__}")
+    _keys(member, _MEMBER_KEYS, where)
+    if "topics" not in member:
+        raise BadInput(f'{where}: missing "topics"')
+    topics = member["topics"]
+    if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+        raise BadInput(f"{where}.topics: must be a list of topic names")
+    owned = member.get("owned_partitions", [])
+    if not isinstance(owned, list):
+        raise BadInput(f"{where}.owned_partitions: must be a list of [topic, partition]")
+    owned_partitions = []
+    for i, pair in enumerate(owned):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or not _is_int(pair[1])
+            or not 0 <= pair[1] <= _INT32_MAX
+        ):
+            raise BadInput(
+                f"{where}.owned_partitions[{i}]: expected [topic, partition >= 0], got {pair!r}"
+            )
+        owned_partitions.append(TopicPartition(pair[0], pair[1]))
+    generation = member.get("generation_id", -1)
+    if not _is_int(generation) or not -(2**31) <= generation <= _INT32_MAX:
+        raise BadInput(f"{where}.generation_id: must be an int32, got {generation!r}")
+    instance = member.get("group_instance_id")
+    if instance is not None and not isinstance(instance, str):
+        raise BadInput(f"{where}.group_instance_id: must be a string or null, got {instance!r}")
+    return Subscription(
+        topics,
+        owned_partitions=owned_partitions,
+        generation_id=generation,
+        group_instance_id=instance,
+    )
+
+
+def _read(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"cannot read {file}: {exc}")
+
+
+def _render_assignment(name: str, assignment: Mapping[str, list[list[object]]]) -> str:
+    # one member per line: readable for people, still one JSON document for tools
+    lines = ["{", f'  "assignor": {json.dumps(name)},', '  "assignment": {']
+    items = list(assignment.items())
+    for i, (member, partitions) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        lines.append(f"    {json.dumps(member)}: {json.dumps(partitions)}{comma}")
+    lines += ["  }", "}"]
+    return "\n".join(lines)
+
+
+@app.command(help="Assign partitions to a group described in JSON.\n\n" + ASSIGN_INPUT_HELP)
+def assign(
+    file: Annotated[str, typer.Argument(help='JSON file describing the group, or "-" for stdin')],
+    assignor: Annotated[
+        AssignorName, typer.Option(help="The assignment strategy.")
+    ] = AssignorName.range,
+    backend: Annotated[
+        BackendName, typer.Option(help="rust (the core) or python (the reference).")
+    ] = BackendName.rust,
+) -> None:
+    text = _read(file)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(f"{'stdin' if file == '-' else file} is not valid JSON: {exc}")
+    try:
+        partitions_per_topic, subscriptions = parse_group(doc)
+    except BadInput as exc:
+        _fail(str(exc))
+    chosen = _ASSIGNOR_CLASSES[assignor](backend=backend.value)
+    try:
+        result = chosen.assign(partitions_per_topic, subscriptions)
+    except (GroupcoordError, ValueError) as exc:
+        _fail(str(exc))
+    assignment = {
+        member: [[tp.topic, tp.partition] for tp in result[member].partitions]
+        for member in subscriptions
+    }
+    typer.echo(_render_assignment(chosen.name, assignment))
+
+
+@app.command(
+    help="Compare the assignors (Rust, the Python reference, kafka-python) and print the"
+    " Markdown table."
+)
+def bench(
+    sizes: Annotated[
+        str,
+        typer.Option(
+            help="quick (default, ~2 min), all (adds 2000x1M), smoke, or a comma-separated"
+            " list of 100x1k, 100x1k-random, 500x10k, 500x10k-random, 1000x100k, 2000x1M.",
+        ),
+    ] = "quick",
+    peers: Annotated[
+        bool,
+        typer.Option(
+            "--peers/--no-peers",
+            help="Also measure the Python reference and kafka-python.",
+        ),
+    ] = True,
+    repeat: Annotated[
+        int, typer.Option(min=1, help="Runs per measurement (fewer for runs over a second).")
+    ] = 5,
+    peer_limit: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="Skip a peer run estimated to take longer than this many seconds"
+            " [default: 5 for quick, 60 otherwise].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    # imported here: the benchmark code is only needed by this command
+    from groupcoord.benchmark import render_markdown, resolve_sizes, run_benchmarks
+
+    try:
+        scenarios, default_limit = resolve_sizes(sizes)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--sizes") from None
+    started = time.perf_counter()
+    rows = run_benchmarks(
+        scenarios,
+        peers=peers,
+        repeat=repeat,
+        peer_limit=default_limit if peer_limit is None else peer_limit,
+        progress=lambda line: typer.echo(line, err=True),
+    )
+    typer.echo(render_markdown(rows, peers=peers), nl=False)
+    typer.echo(f"bench took {time.perf_counter() - started:.0f} s", err=True)
+
+
+def main() -> None:
+    """Console entry point."""
+    app(prog_name="groupcoord")
