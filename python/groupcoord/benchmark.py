@@ -87,6 +87,7 @@ __all__ = [
     "Timing",
     "deadline",
     "floor_runner",
+    "frozen_heap",
     "kafka_python_cluster",
     "measure",
     "prepare_case",
@@ -498,6 +499,23 @@ def deadline(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep everything alive now (inputs, earlier results, the kafka-python cluster) out of
+    the garbage collector's scans until the block ends.
+
+    Without this, a collection triggered inside a timed run also scans the harness's own
+    objects (millions at 2000x1M), so a run's time would depend on what else the benchmark
+    happens to hold. Runs still pay for collecting what they allocate themselves.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def measure(
     fn: Callable[[], object],
     *,
@@ -507,21 +525,22 @@ def measure(
 ) -> Timing:
     """Time ``fn`` up to ``repeat`` times, stopping early once the runs took ``budget`` seconds.
 
-    Each run starts after a full garbage collection, and its result is released after the
-    clock stops, so no run pays for collecting another's garbage. A run over ``limit``
-    seconds raises RunTimeout.
+    Runs start from a frozen heap (see :func:`frozen_heap`) and after a collection of what
+    the previous run left; each result is released after the clock stops. A run over
+    ``limit`` seconds raises RunTimeout.
     """
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     runs: list[float] = []
-    while len(runs) < repeat and (not runs or sum(runs) < budget):
-        gc.collect()
-        with deadline(limit):
-            start = time.perf_counter()
-            result = fn()
-            elapsed = time.perf_counter() - start
-        del result
-        runs.append(elapsed)
+    with frozen_heap():
+        while len(runs) < repeat and (not runs or sum(runs) < budget):
+            gc.collect()
+            with deadline(limit):
+                start = time.perf_counter()
+                result = fn()
+                elapsed = time.perf_counter() - start
+            del result
+            runs.append(elapsed)
     return Timing(tuple(runs))
 
 
@@ -711,7 +730,8 @@ def render_markdown(rows: Sequence[Row], *, peers: bool = True) -> str:
     notes = [
         "",
         "Times in ms, min / median of up to the requested number of runs (fewer when a"
-        " measurement takes over a second). Ratios are of medians;"
+        " measurement takes over a second), garbage collector on, the benchmark's own"
+        " objects frozen out of its scans (gc.freeze). Ratios are of medians;"
         " `a / b` in a ratio column compares assign() / assign_encoded().",
         "Scenarios are members x partitions (10 topics; 2000x1M: 500 topics x 2000);"
         " *-random: each member subscribes to a random subset of the topics."
@@ -720,6 +740,7 @@ def render_markdown(rows: Sequence[Row], *, peers: bool = True) -> str:
         "floor: building every partition as a TopicPartition,"
         " `list(map(TopicPartition._make, pairs))`.",
         "skipped (~N s): a peer run estimated (from smaller sizes) over the time limit;"
+        " timeout: a peer run interrupted at the limit;"
         " crash: the peer raised (kafka-python's RoundRobin, non-uniform subscriptions).",
         "",
         _environment(),
