@@ -117,7 +117,7 @@ def test_assign(benchmark: Any, point: tuple[gb.Scenario, str, str, str, float])
     scenario, phase, assignor, implementation, limit = point
     peer = implementation in gb.PEERS
     key = (implementation, assignor, phase)
-    guess = _estimator.estimate(key, scenario.size)
+    guess = _estimator.estimate(key, scenario)
     if peer and guess is not None and guess > limit:
         pytest.skip(f"{implementation} estimated at {guess:.0f} s, over {limit:g} s")
     cluster = None
@@ -143,7 +143,7 @@ def test_assign(benchmark: Any, point: tuple[gb.Scenario, str, str, str, float])
         pytest.xfail(f"kafka-python crashed: KeyError {exc}")
     finally:
         if recorder.runs:
-            _estimator.record(key, scenario.size, min(recorder.runs))
+            _estimator.record(key, scenario, min(recorder.runs))
 
 
 def test_floor(benchmark: Any, scenario: gb.Scenario) -> None:

@@ -267,15 +267,23 @@ def test_measure_repeats_until_the_budget_is_spent() -> None:
 
 
 def test_estimator_extrapolates_from_the_two_largest_sizes() -> None:
+    def of_size(size: int, random_subscriptions: bool = False) -> gb.Scenario:
+        return gb.Scenario(f"{size}", 1, 1, size, random_subscriptions)
+
     estimator = gb.Estimator()
     key = ("kafka-python", "sticky", "fresh")
-    assert estimator.estimate(key, 100.0) is None
-    estimator.record(key, 10.0, 1.0)
-    assert estimator.estimate(key, 100.0) == pytest.approx(10.0)  # linear from one size
-    estimator.record(key, 100.0, 100.0)  # quadratic between the two
-    assert estimator.estimate(key, 1000.0) == pytest.approx(10_000.0)
-    estimator.record(key, 1000.0, 100.0)  # flat: the exponent is clamped to 0.5
-    assert estimator.estimate(key, 10_000.0) == pytest.approx(100.0 * 10**0.5)
+    assert estimator.estimate(key, of_size(100)) is None
+    estimator.record(key, of_size(10), 1.0)
+    assert estimator.estimate(key, of_size(100)) == pytest.approx(10.0)  # linear from one
+    estimator.record(key, of_size(100), 100.0)  # quadratic between the two
+    assert estimator.estimate(key, of_size(1000)) == pytest.approx(10_000.0)
+    estimator.record(key, of_size(1000), 100.0)  # flat: the exponent is clamped to 0.5
+    assert estimator.estimate(key, of_size(10_000)) == pytest.approx(100.0 * 10**0.5)
+    # random subscriptions: from the uniform series until their own has points
+    assert estimator.estimate(key, of_size(1000, True)) == pytest.approx(100.0)
+    estimator.record(key, of_size(1000, True), 7.0)
+    assert estimator.estimate(key, of_size(1000, True)) == pytest.approx(7.0)
+    assert estimator.estimate(key, of_size(1000)) == pytest.approx(100.0)  # apart
 
 
 def test_peers_estimated_over_the_limit_are_skipped_and_shown() -> None:

@@ -547,19 +547,28 @@ def measure(
 class Estimator:
     """Extrapolates a run time from the same run's smaller scenarios.
 
-    Along ``Scenario.size`` with the exponent fitted to the two largest sizes measured
+    Along ``Scenario.size``, with the exponent fitted to the two largest sizes measured
     (clamped to [0.5, 3]); linear from a single size; None with nothing measured yet.
+    Uniform and random-subscription scenarios are fitted apart (an assignor can be much
+    slower on one than on the other); a random scenario with nothing of its kind measured
+    yet is estimated from the uniform ones.
     """
 
     def __init__(self) -> None:
-        self._points: dict[tuple[str, ...], dict[float, float]] = {}
+        self._points: dict[tuple[tuple[str, ...], bool], dict[float, float]] = {}
 
-    def record(self, key: tuple[str, ...], size: float, seconds: float) -> None:
-        sizes = self._points.setdefault(key, {})
-        sizes[size] = max(seconds, sizes.get(size, 0.0))
+    def record(self, key: tuple[str, ...], scenario: Scenario, seconds: float) -> None:
+        sizes = self._points.setdefault((key, scenario.random_subscriptions), {})
+        sizes[scenario.size] = max(seconds, sizes.get(scenario.size, 0.0))
 
-    def estimate(self, key: tuple[str, ...], size: float) -> float | None:
-        points = sorted(self._points.get(key, {}).items())
+    def estimate(self, key: tuple[str, ...], scenario: Scenario) -> float | None:
+        guess = self._fit((key, scenario.random_subscriptions), scenario.size)
+        if guess is None and scenario.random_subscriptions:
+            guess = self._fit((key, False), scenario.size)
+        return guess
+
+    def _fit(self, series: tuple[tuple[str, ...], bool], size: float) -> float | None:
+        points = sorted(self._points.get(series, {}).items())
         if not points:
             return None
         x2, t2 = points[-1]
@@ -626,7 +635,7 @@ def run_benchmarks(
                         row.cells[implementation] = Cell(status="unavailable")
                         continue
                     key = (implementation, assignor, phase)
-                    guess = estimator.estimate(key, scenario.size) if peer else None
+                    guess = estimator.estimate(key, scenario) if peer else None
                     if guess is not None and guess > peer_limit:
                         row.cells[implementation] = Cell(status="skipped", note=f"~{guess:.0f} s")
                         say(f"{case.id}: {implementation} skipped (estimated {guess:.0f} s)")
@@ -642,7 +651,7 @@ def run_benchmarks(
                     )
                     row.cells[implementation] = cell
                     if cell.timing is not None:
-                        estimator.record(key, scenario.size, cell.timing.min)
+                        estimator.record(key, scenario, cell.timing.min)
                     say(f"{case.id}: {implementation} {_describe(cell)}")
                 rows.append(row)
                 del case
