@@ -70,7 +70,8 @@ class Assignment:
     def __post_init__(self) -> None:
         if isinstance(self.partitions, (str, bytes)):
             raise TypeError("partitions must be a sequence of TopicPartition")
-        if not isinstance(self.partitions, (tuple, list)):
+        # Always a tuple, so equal assignments compare equal whatever the caller passed.
+        if type(self.partitions) is not tuple:
             object.__setattr__(self, "partitions", tuple(self.partitions))
         if self.user_data is not None and not isinstance(self.user_data, (bytes, bytearray)):
             raise TypeError("user_data must be bytes or None")

@@ -50,7 +50,7 @@ def test_every_member_is_in_the_result_even_without_partitions(cls: type, backen
     result = cls(backend=backend).assign({"t": 1}, subs)
     assert set(result) == {"a", "b", "c"}
     assert all(isinstance(a, Assignment) for a in result.values())
-    assert result["c"].partitions == []
+    assert result["c"].partitions == ()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

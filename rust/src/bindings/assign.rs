@@ -10,7 +10,7 @@ use crate::assign::model::{GroupModel, Plan};
 use crate::assign::Algorithm;
 use crate::consumer_protocol::{decode_subscription, encode_assignment_into};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
 /// Assignment versions we write (Java writes up to 3).
 const MAX_ASSIGNMENT_VERSION: i16 = 3;
@@ -46,7 +46,7 @@ pub fn assign<'py>(
     let mut ints: Vec<Option<Bound<'py, PyAny>>> = Vec::new();
     let result = PyDict::new(py);
     for (member, partitions) in model.members.iter().zip(&plan) {
-        let list = PyList::empty(py);
+        let mut items = Vec::with_capacity(partitions.len());
         let mut t = 0usize;
         for &p in partitions {
             // partitions are ascending, so the topic cursor only moves forward
@@ -65,10 +65,11 @@ pub fn assign<'py>(
                     i
                 }
             };
-            list.append(maker.make(&names[t], &int)?)?;
+            items.push(maker.make(&names[t], &int)?);
         }
         let key = &ids[&member.id];
-        result.set_item(key, assignment_type.call1((list,))?)?;
+        let partitions = PyTuple::new(py, items)?;
+        result.set_item(key, assignment_type.call1((partitions,))?)?;
     }
     Ok(result)
 }
