@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from groupcoord import (
@@ -153,10 +155,25 @@ def test_sticky_reads_previous_ownership_from_user_data(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sticky_garbage_user_data_is_invalid_payload(backend: str) -> None:
-    subs = {"a": Subscription(["t"], user_data=b"\x00\x00\x00\x05xx")}
-    with pytest.raises(InvalidPayload, match=r"[\"']a[\"']"):
-        StickyAssignor(backend=backend).assign({"t": 4}, subs)
+@pytest.mark.parametrize("cls", [StickyAssignor, CooperativeStickyAssignor])
+def test_unreadable_user_data_is_ignored_with_a_warning(
+    cls: type, backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A leader cannot refuse to assign; Java ignores user data it cannot parse too.
+    subs = {"a": Subscription(["t"], user_data=b"\x00\x00\x00\x05xx"), "b": Subscription(["t"])}
+    with caplog.at_level(logging.WARNING, logger="groupcoord.assignors"):
+        result = cls(backend=backend).assign({"t": 4}, subs)
+    assert sorted(len(a.partitions) for a in result.values()) == [2, 2]
+    assert any("unreadable" in r.getMessage() and "a" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sticky_reads_kafka_python_version_prefixed_user_data(backend: str) -> None:
+    # kafka-python 3.0.12's StickyPartitionAssignor puts an int16 version before the body.
+    body = encode_sticky_user_data(tps(("t", 3)), 7)
+    subs = {"kp": Subscription(["t"], user_data=b"\x00\x01" + body), "b": Subscription(["t"])}
+    result = StickyAssignor(backend=backend).assign({"t": 4}, subs)
+    assert TopicPartition("t", 3) in result["kp"].partitions
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -8,6 +8,7 @@ reference in :mod:`groupcoord.reference.assign`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from enum import Enum
@@ -25,6 +26,8 @@ from groupcoord.reference import assign as reference
 from groupcoord.types import Assignment, Subscription, TopicPartition
 
 Backend = Literal["rust", "python"]
+
+_log = logging.getLogger("groupcoord.assignors")
 
 #: ConsumerProtocolAssignment versions we write (Java writes up to 3).
 MAX_ASSIGNMENT_VERSION = 3
@@ -134,23 +137,30 @@ class Assignor:
     def _member_input(self, member_id: str, sub: Subscription) -> reference.MemberInput:
         owned: tuple[tuple[str, int], ...] = ()
         generation = -1
+        # A leader cannot refuse to assign: user data it cannot read is ignored with a
+        # warning, as Java's assignors do (rust/src/bindings/assign_input.rs does the same).
         if self.ownership is reference.OwnershipSource.STICKY:
             if sub.owned_partitions:
                 owned, generation = tuple(sub.owned_partitions), sub.generation_id
             elif sub.user_data:
                 try:
-                    partitions, user_generation = decode_sticky_user_data(sub.user_data)
+                    partitions, user_generation = _decode_sticky_any(sub.user_data)
                 except InvalidPayload as exc:
-                    raise InvalidPayload(f"sticky user data of {member_id!r}: {exc}") from exc
-                owned = tuple(partitions)
-                generation = -1 if user_generation is None else user_generation
+                    _log.warning(
+                        "ignoring unreadable sticky user data of member %r: %s", member_id, exc
+                    )
+                else:
+                    owned = tuple(partitions)
+                    generation = -1 if user_generation is None else user_generation
         elif self.ownership is reference.OwnershipSource.COOPERATIVE:
             owned, generation = tuple(sub.owned_partitions), sub.generation_id
             if generation == -1 and sub.user_data:
                 try:
                     generation = decode_cooperative_user_data(sub.user_data)
                 except InvalidPayload as exc:
-                    raise InvalidPayload(f"cooperative user data of {member_id!r}: {exc}") from exc
+                    _log.warning(
+                        "ignoring unreadable cooperative user data of member %r: %s", member_id, exc
+                    )
         return reference.MemberInput(
             member_id=member_id,
             topics=sub.topics,
@@ -158,6 +168,20 @@ class Assignor:
             generation=generation,
             group_instance_id=sub.group_instance_id,
         )
+
+
+def _decode_sticky_any(data: bytes) -> tuple[list[TopicPartition], int | None]:
+    """Java's StickyAssignorUserData, or kafka-python 3.0.12's (behind an int16 version)."""
+    try:
+        return decode_sticky_user_data(data)
+    except InvalidPayload:
+        if data[:2] not in (b"\x00\x00", b"\x00\x01"):
+            raise
+        try:
+            return decode_sticky_user_data(data[2:])
+        except InvalidPayload:
+            pass
+        raise
 
 
 def _to_topic_partitions(model: reference.GroupModel, dense: list[int]) -> list[TopicPartition]:

@@ -2,7 +2,7 @@
 //! and out): read the input, run the algorithm without the GIL, build the result.
 
 use super::assign_input::{
-    as_dict, member_from_view, read_subscription_objects, read_topics, Ownership,
+    as_dict, log_warning, member_from_view, read_subscription_objects, read_topics, Ownership,
 };
 use super::errors::{from_assign_error, invalid_input, invalid_payload};
 use super::tuple_maker::PairMaker;
@@ -111,9 +111,11 @@ pub fn assign_encoded<'py>(
         })?;
         let view = decode_subscription(payload.as_bytes())
             .map_err(|e| invalid_payload(py, &format!("subscription of member {id:?}"), &e))?;
-        let mut spec =
-            member_from_view(&builder, id.clone(), &view, ownership, &mut previous_topics)
-                .map_err(|(what, e)| invalid_payload(py, &what, &e))?;
+        let (mut spec, warning) =
+            member_from_view(&builder, id.clone(), &view, ownership, &mut previous_topics);
+        if let Some(warning) = warning {
+            log_warning(py, &warning)?;
+        }
         if let Some(instances) = &instances {
             if let Some(instance) = instances.get_item(&member_id)? {
                 if !instance.is_none() {

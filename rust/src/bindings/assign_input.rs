@@ -1,7 +1,7 @@
 //! Reading an assignor's input from Python: the topic table, then each member
 //! either from `Subscription` objects or from ConsumerProtocolSubscription bytes.
 
-use super::errors::{from_assign_error, invalid_input, invalid_payload};
+use super::errors::{from_assign_error, invalid_input};
 use crate::assign::model::{MemberSpec, ModelBuilder, TopicId};
 use crate::assign::Algorithm;
 use crate::consumer_protocol::{
@@ -199,20 +199,70 @@ fn read_owned_objects(
             }
         }
     }
-    match (ownership, user_data.as_deref()) {
-        (Ownership::Sticky, Some(data)) if !has_owned && !data.is_empty() => {
-            let what = format!("sticky user data of {:?}", spec.id);
-            let view = decode_sticky_user_data(data).map_err(|e| invalid_payload(py, &what, &e))?;
-            push_views(lookup.builder, &view.partitions, &mut spec.owned);
-            spec.generation = view.generation.unwrap_or(-1);
-        }
-        (Ownership::Cooperative, Some(data)) if generation == -1 && !data.is_empty() => {
-            let what = format!("cooperative user data of {:?}", spec.id);
-            spec.generation =
-                decode_cooperative_user_data(data).map_err(|e| invalid_payload(py, &what, &e))?;
-        }
-        _ => {}
+    if let Some(warning) = apply_user_data(
+        lookup.builder,
+        ownership,
+        has_owned,
+        user_data.as_deref(),
+        spec,
+    ) {
+        log_warning(py, &warning)?;
     }
+    Ok(())
+}
+
+/// Reads previous ownership from user data where the assignor's protocol puts it.
+///
+/// A leader cannot refuse to assign, so user data it cannot read (another client's
+/// layout, garbage) is ignored, as Java's assignors do, and a warning is returned
+/// for the caller to log. kafka-python 3.0.12 writes sticky user data behind an
+/// int16 version that Java does not write; that layout is read too.
+pub fn apply_user_data(
+    builder: &ModelBuilder,
+    ownership: Ownership,
+    has_owned: bool,
+    user_data: Option<&[u8]>,
+    spec: &mut MemberSpec,
+) -> Option<String> {
+    let data = user_data.filter(|d| !d.is_empty())?;
+    match ownership {
+        Ownership::Sticky if !has_owned => {
+            let decoded = decode_sticky_user_data(data).or_else(|e| match data {
+                [0, 0 | 1, rest @ ..] => decode_sticky_user_data(rest).map_err(|_| e),
+                _ => Err(e),
+            });
+            match decoded {
+                Ok(view) => {
+                    push_views(builder, &view.partitions, &mut spec.owned);
+                    spec.generation = view.generation.unwrap_or(-1);
+                    None
+                }
+                Err(e) => Some(format!(
+                    "ignoring unreadable sticky user data of member {:?}: {e}",
+                    spec.id
+                )),
+            }
+        }
+        Ownership::Cooperative if spec.generation == -1 => match decode_cooperative_user_data(data)
+        {
+            Ok(generation) => {
+                spec.generation = generation;
+                None
+            }
+            Err(e) => Some(format!(
+                "ignoring unreadable cooperative user data of member {:?}: {e}",
+                spec.id
+            )),
+        },
+        _ => None,
+    }
+}
+
+/// `logging.getLogger("groupcoord.assignors").warning(message)`
+pub fn log_warning(py: Python<'_>, message: &str) -> PyResult<()> {
+    py.import("logging")?
+        .call_method1("getLogger", ("groupcoord.assignors",))?
+        .call_method1("warning", ("%s", message))?;
     Ok(())
 }
 
@@ -246,7 +296,7 @@ pub fn member_from_view(
     view: &SubscriptionView<'_>,
     ownership: Ownership,
     previous_topics: &mut (Vec<u8>, Vec<TopicId>),
-) -> Result<MemberSpec, (String, crate::consumer_protocol::PayloadError)> {
+) -> (MemberSpec, Option<String>) {
     let topics = if previous_topics.0 == view.topics_bytes {
         previous_topics.1.clone()
     } else {
@@ -271,21 +321,8 @@ pub fn member_from_view(
         if has_owned || ownership == Ownership::Cooperative {
             push_views(builder, &view.owned_partitions, &mut spec.owned);
         }
-        match (ownership, view.user_data) {
-            (Ownership::Sticky, Some(data)) if !has_owned && !data.is_empty() => {
-                let decoded = decode_sticky_user_data(data)
-                    .map_err(|e| (format!("sticky user data of {:?}", spec.id), e))?;
-                push_views(builder, &decoded.partitions, &mut spec.owned);
-                spec.generation = decoded.generation.unwrap_or(-1);
-            }
-            (Ownership::Cooperative, Some(data))
-                if view.generation_id == -1 && !data.is_empty() =>
-            {
-                spec.generation = decode_cooperative_user_data(data)
-                    .map_err(|e| (format!("cooperative user data of {:?}", spec.id), e))?;
-            }
-            _ => {}
-        }
+        let warning = apply_user_data(builder, ownership, has_owned, view.user_data, &mut spec);
+        return (spec, warning);
     }
-    Ok(spec)
+    (spec, None)
 }
