@@ -58,6 +58,10 @@ impl<'py> PairMaker<'py> {
             let obj = Bound::from_owned_ptr_or_err(py, obj)?;
             ffi::PyTuple_SetItem(obj.as_ptr(), 0, first.clone().into_ptr());
             ffi::PyTuple_SetItem(obj.as_ptr(), 1, second.clone().into_ptr());
+            // A pair of a str and an int cannot be part of a reference cycle, so the
+            // collector never needs to scan it; CPython untracks such exact tuples at
+            // its first collection, we do it at birth.
+            ffi::PyObject_GC_UnTrack(obj.as_ptr().cast());
             Ok(obj)
         }
     }
