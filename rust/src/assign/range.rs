@@ -49,8 +49,27 @@ pub fn assign(model: &GroupModel) -> Plan {
 
 #[cfg(test)]
 mod tests {
+    use super::super::invariants::{check_valid, groups};
     use super::super::model::{MemberSpec, ModelBuilder};
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn valid_and_each_topic_split_within_one(model in groups()) {
+            let plan = assign(&model);
+            check_valid(&model, &plan).map_err(TestCaseError::fail)?;
+            for (t, members) in model.subscribers().iter().enumerate() {
+                let counts: Vec<usize> = members
+                    .iter()
+                    .map(|&m| plan[m as usize].iter().filter(|&&p| model.topic_of(p) == t as u32).count())
+                    .collect();
+                if let (Some(min), Some(max)) = (counts.iter().min(), counts.iter().max()) {
+                    prop_assert!(max - min <= 1, "topic {t}: {counts:?}");
+                }
+            }
+        }
+    }
 
     fn member(id: &str, instance: Option<&str>, topics: Vec<u32>) -> MemberSpec {
         MemberSpec {

@@ -40,8 +40,24 @@ pub fn assign(model: &GroupModel) -> Plan {
 
 #[cfg(test)]
 mod tests {
+    use super::super::invariants::{check_valid, groups};
     use super::super::model::{MemberSpec, ModelBuilder};
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn valid_and_balanced_when_subscriptions_are_equal(model in groups()) {
+            let plan = assign(&model);
+            check_valid(&model, &plan).map_err(TestCaseError::fail)?;
+            let first = &model.members[0].topics;
+            if model.members.iter().all(|m| &m.topics == first) {
+                let loads: Vec<usize> = plan.iter().map(Vec::len).collect();
+                let (min, max) = (loads.iter().min().unwrap(), loads.iter().max().unwrap());
+                prop_assert!(max - min <= 1, "{loads:?}");
+            }
+        }
+    }
 
     #[test]
     fn deals_in_turn_and_skips_non_subscribers() {
