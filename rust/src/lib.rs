@@ -2,8 +2,10 @@
 //! member expiry). The algorithm modules never touch PyO3; `bindings` adapts them.
 
 pub mod assign;
-pub mod consumer_protocol;
 mod bindings;
+pub mod consumer_protocol;
+pub mod expiry;
+pub mod timer;
 
 use pyo3::prelude::*;
 

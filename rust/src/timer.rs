@@ -1,0 +1,1461 @@
+//! Hierarchical timing wheel: O(1) schedule / reschedule / cancel of integer keys, and an
+//! `advance(now)` whose cost is the number of keys it expires (plus a bounded number of
+//! cascades), never the number of keys scheduled.
+//!
+//! The design is Varghese & Lauck's hierarchical wheel ("Hashed and Hierarchical Timing
+//! Wheels", SOSP 1987) in the shape tokio uses (`tokio::runtime::time::wheel`): every level
+//! has 64 slots and an occupancy bitmap, a key lives in exactly one slot list (intrusive,
+//! doubly linked, so unlinking is O(1)), and the level of a deadline is read off the highest
+//! bit in which it differs from the wheel's current time. Kafka's `TimingWheel` /
+//! `SystemTimer` is the same idea with per-level "current time" and a delay queue of buckets.
+//!
+//! Differences from tokio that this coordinator needs:
+//! - time is explicit: the wheel never reads a clock; `advance(now)` is the only thing that
+//!   moves it, and it refuses to move backwards;
+//! - it covers the whole `i64` millisecond range (11 levels instead of 6), so a deadline
+//!   days or centuries away needs no special "overflow" handling;
+//! - expired keys come out ordered by `(deadline, key)`, exactly once;
+//! - `next_deadline()` is exact (not a slot boundary), kept cheap by a per-level count
+//!   histogram of the earliest slot (see [`CountSet`]);
+//! - keys are arbitrary `u64`s, indexed directly when they are dense member handles.
+//!
+//! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Bits of the deadline each level resolves. 64 slots per level make a level's occupancy
+/// one `u64` bitmap, so "next occupied slot" is a single `trailing_zeros`.
+pub const SLOT_BITS: u32 = 6;
+
+/// Slots per level (`2^SLOT_BITS`). Slot `s` of level `l` holds deadlines whose bits
+/// `[6l, 6l+6)` equal `s` (within the current rotation of that level, see [`level_for`]).
+pub const SLOTS: usize = 1 << SLOT_BITS;
+
+/// Number of levels: `ceil(64 / 6)`, so the wheel spans the full 64-bit time axis.
+/// Level `l` has a slot width of `64^l` ticks: level 0 = 1 ms, level 1 = 64 ms,
+/// level 2 = 4.096 s, level 3 = 262 s, level 4 = 4.66 h, level 5 = 12.4 days, ...,
+/// level 10 = the top 4 bits (only 16 of its slots can ever be used).
+pub const LEVELS: usize = 11;
+
+/// The tick: one millisecond. Deadlines are integer milliseconds, so a level-0 slot holds
+/// keys of exactly one deadline, which is what makes `(deadline, key)` ordering cheap.
+pub const TICK_MS: i64 = 1;
+
+/// Deepest level whose earliest slot gets a count histogram for an exact `next_deadline`
+/// (level 3 = 262,144 one-millisecond counters, 1 MiB). Beyond it the slot is scanned once
+/// and its minimum cached, which is fine because such a slot is at least hours away.
+const HIST_MAX_LEVEL: usize = 3;
+
+/// "No node" in the intrusive links and in the key index.
+const NIL: u32 = u32::MAX;
+/// Marks a node on the free list (in `prev`), so invariant checks can tell.
+const FREE: u32 = u32::MAX - 1;
+/// Lists `0 .. WHEEL_LISTS` are the wheel's slots: list id = `level * SLOTS + slot`.
+const WHEEL_LISTS: usize = LEVELS * SLOTS;
+/// One extra list for keys whose deadline is already due when scheduled.
+const OVERDUE: u32 = WHEEL_LISTS as u32;
+/// The first `SENTINELS` nodes are list heads (circular lists with a sentinel), so
+/// "the list became empty" is `prev == next == sentinel`, with no list id in the node.
+const SENTINELS: usize = WHEEL_LISTS + 1;
+
+// ---------------------------------------------------------------------------------------
+// Pure bit arithmetic. Everything the wheel knows about time is in these functions, and
+// the tests at the bottom check them exhaustively on small domains against naive versions.
+// ---------------------------------------------------------------------------------------
+
+/// Maps signed milliseconds to the wheel's unsigned tick axis, preserving order
+/// (flipping the sign bit: `i64::MIN` -> 0, `0` -> 2^63, `i64::MAX` -> `u64::MAX`).
+#[inline]
+pub const fn encode_time(ms: i64) -> u64 {
+    (ms as u64) ^ (1 << 63)
+}
+
+/// Inverse of [`encode_time`].
+#[inline]
+pub const fn decode_time(t: u64) -> i64 {
+    (t ^ (1 << 63)) as i64
+}
+
+/// The level at which a deadline `when` lives while the wheel's time is `elapsed`
+/// (requires `when > elapsed`): the level whose 6-bit digit holds the highest bit in which
+/// the two differ. All higher digits are equal, so the key is in the current rotation of
+/// that level, and its digit there is strictly greater than `elapsed`'s. As `elapsed` grows
+/// towards `when` that stays true until `elapsed` reaches the slot's start, which is exactly
+/// when `advance` cascades the slot; so a key's level never has to be stored.
+#[inline]
+pub const fn level_for(elapsed: u64, when: u64) -> usize {
+    // `| (SLOTS - 1)` makes differences confined to the lowest digit land on level 0 and
+    // keeps the argument of leading_zeros non-zero.
+    let masked = (elapsed ^ when) | (SLOTS as u64 - 1);
+    let significant = 63 - masked.leading_zeros();
+    (significant / SLOT_BITS) as usize
+}
+
+/// The slot index of `when` at `level`: its digit `[6l, 6l+6)`.
+#[inline]
+pub const fn slot_for(when: u64, level: usize) -> usize {
+    ((when >> (level as u32 * SLOT_BITS)) & (SLOTS as u64 - 1)) as usize
+}
+
+/// First tick of slot `slot` of `level` in the rotation that contains `elapsed`.
+#[inline]
+pub const fn slot_start(elapsed: u64, level: usize, slot: usize) -> u64 {
+    let shift = level as u32 * SLOT_BITS;
+    let rotation_bits = shift + SLOT_BITS;
+    // The top level's rotation is the whole axis (66 bits > 64), hence no base bits.
+    let base = if rotation_bits >= 64 {
+        0
+    } else {
+        elapsed & !((1u64 << rotation_bits) - 1)
+    };
+    base | ((slot as u64) << shift)
+}
+
+/// Width of a slot of `level` in ticks (`64^level`), saturating for the top level.
+#[inline]
+pub const fn slot_width(level: usize) -> u64 {
+    let shift = level as u32 * SLOT_BITS;
+    if shift >= 64 {
+        u64::MAX
+    } else {
+        1u64 << shift
+    }
+}
+
+#[inline]
+const fn list_id(level: usize, slot: usize) -> u32 {
+    (level * SLOTS + slot) as u32
+}
+
+// ---------------------------------------------------------------------------------------
+// Hashing for sparse keys and (in `expiry`) interned strings.
+// ---------------------------------------------------------------------------------------
+
+/// A small fast hasher (FxHash-style word mixing plus a final avalanche so the high bits
+/// SwissTable uses for its control bytes are well mixed). Not DoS-resistant: keys are
+/// member handles and ids the coordinator itself accepted, not attacker-chosen map keys
+/// in a hot loop; std's SipHash would cost more than the whole wheel operation.
+#[derive(Default, Clone, Copy)]
+pub struct FastHasher(u64);
+
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl FastHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_K);
+    }
+}
+
+impl Hasher for FastHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        // splitmix64 finaliser
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+/// `BuildHasher` for [`FastHasher`].
+pub type FastBuild = BuildHasherDefault<FastHasher>;
+
+// ---------------------------------------------------------------------------------------
+// Key index: key -> node.
+// ---------------------------------------------------------------------------------------
+
+/// Maps keys to node indices. Member handles are dense small integers, so they index a
+/// plain vector (one predictable memory access, sequential for sequential handles);
+/// anything else goes to a hash map. The vector only grows to cover a key while that
+/// keeps it at least ~1/8 full (`key < 4 * live`, doubled by power-of-two rounding), so a
+/// few huge keys cannot make it allocate gigabytes.
+#[derive(Default)]
+struct KeyIndex {
+    direct: Vec<u32>,
+    sparse: HashMap<u64, u32, FastBuild>,
+}
+
+impl KeyIndex {
+    /// Keys below this always go to the vector (16 KiB of index at most).
+    const DIRECT_FLOOR: u64 = 1 << 12;
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<u32> {
+        if key < self.direct.len() as u64 {
+            let n = self.direct[key as usize];
+            (n != NIL).then_some(n)
+        } else {
+            self.sparse.get(&key).copied()
+        }
+    }
+
+    /// Inserts a key that is not present. `live` is the number of keys already indexed.
+    #[inline]
+    fn insert(&mut self, key: u64, node: u32, live: usize) {
+        let len = self.direct.len() as u64;
+        if key >= len && key < (4 * live as u64).max(Self::DIRECT_FLOOR) {
+            self.grow_to(key);
+        }
+        if key < self.direct.len() as u64 {
+            debug_assert_eq!(self.direct[key as usize], NIL, "key {key} indexed twice");
+            self.direct[key as usize] = node;
+        } else {
+            let old = self.sparse.insert(key, node);
+            debug_assert!(old.is_none(), "key {key} indexed twice");
+        }
+    }
+
+    #[cold]
+    fn grow_to(&mut self, key: u64) {
+        let new_len = (key + 1).next_power_of_two() as usize;
+        self.direct.resize(new_len, NIL);
+        if !self.sparse.is_empty() {
+            // Keys now covered by the vector must move there, or `get` would miss them.
+            let direct = &mut self.direct;
+            self.sparse.retain(|&k, &mut n| {
+                if k < new_len as u64 {
+                    direct[k as usize] = n;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, key: u64) -> Option<u32> {
+        if key < self.direct.len() as u64 {
+            let slot = &mut self.direct[key as usize];
+            let n = *slot;
+            *slot = NIL;
+            (n != NIL).then_some(n)
+        } else {
+            self.sparse.remove(&key)
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.direct.capacity() * 4 + self.sparse.capacity() * 16
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Exact minimum of the earliest slot.
+// ---------------------------------------------------------------------------------------
+
+/// A multiset of offsets in `[0, 64^depth)` with O(depth) add / remove / min: a count per
+/// offset plus a hierarchy of occupancy bitmaps (64-ary, like the wheel itself). It mirrors
+/// the deadlines of one slot of level `depth` at one-tick resolution, which is what makes
+/// `next_deadline` exact without rescanning a slot that may hold most of the members.
+struct CountSet {
+    counts: Vec<u32>,
+    /// `bits[0]` has one bit per offset; `bits[i + 1]` one bit per non-zero word of
+    /// `bits[i]`; the last level is a single word.
+    bits: Vec<Vec<u64>>,
+}
+
+impl CountSet {
+    fn new(depth: usize) -> Self {
+        let n = SLOTS.pow(depth as u32);
+        let mut bits = Vec::new();
+        let mut words = n / SLOTS;
+        loop {
+            bits.push(vec![0u64; words.max(1)]);
+            if words <= 1 {
+                break;
+            }
+            words /= SLOTS;
+        }
+        CountSet {
+            counts: vec![0; n],
+            bits,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, offset: usize) {
+        let c = &mut self.counts[offset];
+        *c += 1;
+        if *c == 1 {
+            let mut i = offset;
+            for level in &mut self.bits {
+                let word = &mut level[i / SLOTS];
+                let was = *word;
+                *word |= 1 << (i % SLOTS);
+                if was != 0 {
+                    break;
+                }
+                i /= SLOTS;
+            }
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, offset: usize) {
+        let c = &mut self.counts[offset];
+        debug_assert!(*c > 0, "CountSet::remove of absent offset {offset}");
+        *c -= 1;
+        if *c == 0 {
+            let mut i = offset;
+            for level in &mut self.bits {
+                let word = &mut level[i / SLOTS];
+                *word &= !(1 << (i % SLOTS));
+                if *word != 0 {
+                    break;
+                }
+                i /= SLOTS;
+            }
+        }
+    }
+
+    #[inline]
+    fn min(&self) -> Option<usize> {
+        let top = *self.bits.last()?.first()?;
+        if top == 0 {
+            return None;
+        }
+        let mut i = top.trailing_zeros() as usize;
+        for level in self.bits.iter().rev().skip(1) {
+            i = i * SLOTS + level[i].trailing_zeros() as usize;
+        }
+        Some(i)
+    }
+
+    /// Zeroes everything, touching only words that are set.
+    fn clear(&mut self) {
+        let (finest, _) = self.bits.split_first_mut().expect("at least one level");
+        for (w, word) in finest.iter_mut().enumerate() {
+            let mut b = *word;
+            while b != 0 {
+                self.counts[w * SLOTS + b.trailing_zeros() as usize] = 0;
+                b &= b - 1;
+            }
+            *word = 0;
+        }
+        for level in self.bits.iter_mut().skip(1) {
+            level.fill(0);
+        }
+    }
+
+    fn count(&self, offset: usize) -> u32 {
+        self.counts[offset]
+    }
+}
+
+/// The histogram of one slot (the earliest slot of its level, built on demand by
+/// `next_deadline`), or inactive (`list == NIL`).
+struct SlotHistogram {
+    list: u32,
+    /// First tick of the slot: offsets are `when - base`.
+    base: u64,
+    set: CountSet,
+}
+
+/// Exact minimum and its multiplicity for one list that has no histogram (the overdue list
+/// or a slot of level > [`HIST_MAX_LEVEL`]); invalid (`list == NIL`) once the last key with
+/// the minimum leaves, and recomputed by one scan on the next `next_deadline`.
+#[derive(Clone, Copy)]
+struct MinCache {
+    list: u32,
+    min: u64,
+    count: u32,
+}
+
+impl MinCache {
+    const INVALID: MinCache = MinCache {
+        list: NIL,
+        min: 0,
+        count: 0,
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// The wheel.
+// ---------------------------------------------------------------------------------------
+
+/// One scheduled key, or a list sentinel, or a free node. 24 bytes.
+#[derive(Clone, Copy)]
+struct Node {
+    key: u64,
+    /// Encoded deadline ([`encode_time`]).
+    when: u64,
+    prev: u32,
+    next: u32,
+}
+
+/// A key that `advance` expired, with its deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Fired {
+    pub deadline_ms: i64,
+    pub key: u64,
+}
+
+/// `advance` was asked to move time backwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeWentBackwards {
+    pub now_ms: i64,
+    pub current_ms: i64,
+}
+
+impl std::fmt::Display for TimeWentBackwards {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "time went backwards: now_ms={} is before the current time {}",
+            self.now_ms, self.current_ms
+        )
+    }
+}
+
+impl std::error::Error for TimeWentBackwards {}
+
+/// A hierarchical timing wheel over `u64` keys with `i64` millisecond deadlines.
+///
+/// Invariants (checked by [`TimerWheel::check_invariants`] in tests):
+/// - a key with deadline `<= now` (scheduled after the last `advance`) is on the overdue
+///   list; every other key is in slot `slot_for(when, l)` of level `l = level_for(now, when)`;
+/// - bit `s` of `occupied[l]` is set iff that slot is non-empty, and bit `l` of
+///   `level_mask` iff `occupied[l] != 0`;
+/// - hence every key on level `l` is earlier than every key on level `l + 1`, and the
+///   earliest key is in the first occupied slot of the lowest occupied level.
+pub struct TimerWheel {
+    nodes: Vec<Node>,
+    free_head: u32,
+    index: KeyIndex,
+    occupied: [u64; LEVELS],
+    level_mask: u16,
+    /// The wheel's current time (encoded): the last `now` given to `advance`.
+    elapsed: u64,
+    len: usize,
+    /// Histograms for the earliest slot of levels `1..=HIST_MAX_LEVEL` (index `level - 1`).
+    hists: Vec<SlotHistogram>,
+    min_cache: MinCache,
+}
+
+impl Default for TimerWheel {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl TimerWheel {
+    /// An empty wheel whose current time is `now_ms`.
+    pub fn new(now_ms: i64) -> Self {
+        let nodes = (0..SENTINELS as u32)
+            .map(|i| Node {
+                key: 0,
+                when: 0,
+                prev: i,
+                next: i,
+            })
+            .collect();
+        TimerWheel {
+            nodes,
+            free_head: NIL,
+            index: KeyIndex::default(),
+            occupied: [0; LEVELS],
+            level_mask: 0,
+            elapsed: encode_time(now_ms),
+            len: 0,
+            hists: Vec::new(),
+            min_cache: MinCache::INVALID,
+        }
+    }
+
+    /// The current time: the last `now_ms` passed to [`advance`](Self::advance), or the
+    /// constructor's.
+    #[inline]
+    pub fn now_ms(&self) -> i64 {
+        decode_time(self.elapsed)
+    }
+
+    /// Number of scheduled keys.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn contains(&self, key: u64) -> bool {
+        self.index.get(key).is_some()
+    }
+
+    /// The deadline `key` is scheduled for, if any.
+    #[inline]
+    pub fn deadline(&self, key: u64) -> Option<i64> {
+        self.index
+            .get(key)
+            .map(|n| decode_time(self.nodes[n as usize].when))
+    }
+
+    /// Reserves room for `additional` more keys.
+    pub fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve(additional);
+    }
+
+    /// Approximate heap bytes held (nodes, index, histograms).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.index.bytes()
+            + self
+                .hists
+                .iter()
+                .map(|h| {
+                    h.set.counts.capacity() * 4
+                        + h.set.bits.iter().map(|b| b.len() * 8).sum::<usize>()
+                })
+                .sum::<usize>()
+    }
+
+    /// Which list a key with encoded deadline `when` belongs to right now.
+    #[inline]
+    fn list_of(&self, when: u64) -> u32 {
+        if when <= self.elapsed {
+            OVERDUE
+        } else {
+            let level = level_for(self.elapsed, when);
+            list_id(level, slot_for(when, level))
+        }
+    }
+
+    /// Schedules `key` for `deadline_ms`, replacing any earlier deadline of the key. A
+    /// deadline at or before the current time fires on the next `advance`. O(1).
+    #[inline]
+    pub fn schedule(&mut self, key: u64, deadline_ms: i64) {
+        let when = encode_time(deadline_ms);
+        let new_list = self.list_of(when);
+        if let Some(n) = self.index.get(key) {
+            let old = self.nodes[n as usize].when;
+            let old_list = self.list_of(old);
+            if old_list == new_list {
+                // Same slot: a heartbeat that moves the deadline by less than the slot
+                // width (common on levels >= 2) costs no relinking at all.
+                if old != when {
+                    self.note_remove(old_list, old);
+                    self.nodes[n as usize].when = when;
+                    self.note_add(new_list, when);
+                }
+                return;
+            }
+            self.unlink(old_list, n);
+            self.nodes[n as usize].when = when;
+            self.link(new_list, n);
+        } else {
+            let n = self.alloc(key, when);
+            self.index.insert(key, n, self.len);
+            self.len += 1;
+            self.link(new_list, n);
+        }
+    }
+
+    /// Unschedules `key`; returns whether it was scheduled. O(1).
+    #[inline]
+    pub fn cancel(&mut self, key: u64) -> bool {
+        match self.index.remove(key) {
+            Some(n) => {
+                let list = self.list_of(self.nodes[n as usize].when);
+                self.unlink(list, n);
+                self.release(n);
+                self.len -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves time to `now_ms` and appends every key with deadline `<= now_ms` to `out`,
+    /// ordered by `(deadline, key)`, removing them from the wheel.
+    ///
+    /// Cost: O(1) when nothing is due (a bitmap lookup), otherwise O(expired + cascaded +
+    /// levels crossed), plus sorting keys that share a deadline. Each key cascades at most
+    /// once per level over its lifetime, and a key rescheduled before its slot is reached
+    /// (a live member heartbeating) never cascades at all.
+    pub fn advance(&mut self, now_ms: i64, out: &mut Vec<Fired>) -> Result<(), TimeWentBackwards> {
+        let now = encode_time(now_ms);
+        if now < self.elapsed {
+            return Err(TimeWentBackwards {
+                now_ms,
+                current_ms: self.now_ms(),
+            });
+        }
+        // Overdue keys are all earlier than anything in the wheel (<= old now < wheel keys).
+        if self.nodes[OVERDUE as usize].next != OVERDUE {
+            let first = out.len();
+            let mut n = self.detach(OVERDUE);
+            while n != OVERDUE {
+                let node = self.nodes[n as usize];
+                out.push(Fired {
+                    deadline_ms: decode_time(node.when),
+                    key: node.key,
+                });
+                self.index.remove(node.key);
+                self.release(n);
+                self.len -= 1;
+                n = node.next;
+            }
+            out[first..].sort_unstable();
+        }
+        while self.level_mask != 0 {
+            let level = self.level_mask.trailing_zeros() as usize;
+            let slot = self.occupied[level].trailing_zeros() as usize;
+            debug_assert!(
+                slot > slot_for(self.elapsed, level),
+                "slot {slot} of level {level} is not after the current time: {}",
+                self.debug_state()
+            );
+            let start = slot_start(self.elapsed, level, slot);
+            if start > now {
+                break;
+            }
+            // Every key before `start` has been handled, so time may jump to it; keys of
+            // this slot then either are due exactly at `start` or belong to lower levels.
+            self.elapsed = start;
+            let list = list_id(level, slot);
+            let first = out.len();
+            let mut n = self.detach(list);
+            while n != list {
+                let node = self.nodes[n as usize];
+                if node.when == start {
+                    out.push(Fired {
+                        deadline_ms: decode_time(start),
+                        key: node.key,
+                    });
+                    self.index.remove(node.key);
+                    self.release(n);
+                    self.len -= 1;
+                } else {
+                    let lower = self.list_of(node.when);
+                    debug_assert!(
+                        (lower as usize) < level * SLOTS,
+                        "cascade from level {level} did not go down (key {}): {}",
+                        node.key,
+                        self.debug_state()
+                    );
+                    self.link(lower, n);
+                }
+                n = node.next;
+            }
+            // All fired here share the deadline `start`.
+            out[first..].sort_unstable_by_key(|f| f.key);
+        }
+        self.elapsed = now;
+        Ok(())
+    }
+
+    /// The earliest scheduled deadline, exactly.
+    ///
+    /// O(1) when it lies on level 0 (within 64 ms of now) or is already known; otherwise
+    /// the first call after the earliest slot changed builds that slot's histogram in one
+    /// pass, after which schedules and cancels keep it exact at O(1) each.
+    pub fn next_deadline(&mut self) -> Option<i64> {
+        if self.nodes[OVERDUE as usize].next != OVERDUE {
+            return Some(decode_time(self.cached_min(OVERDUE)));
+        }
+        if self.level_mask == 0 {
+            return None;
+        }
+        let level = self.level_mask.trailing_zeros() as usize;
+        let slot = self.occupied[level].trailing_zeros() as usize;
+        let list = list_id(level, slot);
+        let start = slot_start(self.elapsed, level, slot);
+        let when = match level {
+            0 => start,
+            1..=HIST_MAX_LEVEL => {
+                let h = self.histogram(level, list, start);
+                let offset = h.set.min().expect("histogram of a non-empty slot");
+                h.base + offset as u64
+            }
+            _ => self.cached_min(list),
+        };
+        Some(decode_time(when))
+    }
+
+    /// The active histogram for `list` (a slot of `level`), built if needed.
+    fn histogram(&mut self, level: usize, list: u32, base: u64) -> &SlotHistogram {
+        while self.hists.len() < level {
+            let depth = self.hists.len() + 1;
+            self.hists.push(SlotHistogram {
+                list: NIL,
+                base: 0,
+                set: CountSet::new(depth),
+            });
+        }
+        if self.hists[level - 1].list != list {
+            let mut n = self.nodes[list as usize].next;
+            let h = &mut self.hists[level - 1];
+            if h.list != NIL {
+                h.set.clear();
+            }
+            h.list = list;
+            h.base = base;
+            while n != list {
+                let node = &self.nodes[n as usize];
+                h.set.add((node.when - base) as usize);
+                n = node.next;
+            }
+        }
+        &self.hists[level - 1]
+    }
+
+    /// Exact minimum of `list` via the min cache (one scan when it is invalid).
+    fn cached_min(&mut self, list: u32) -> u64 {
+        if self.min_cache.list != list {
+            let mut min = u64::MAX;
+            let mut count = 0;
+            let mut n = self.nodes[list as usize].next;
+            while n != list {
+                let node = &self.nodes[n as usize];
+                if node.when < min {
+                    min = node.when;
+                    count = 1;
+                } else if node.when == min {
+                    count += 1;
+                }
+                n = node.next;
+            }
+            debug_assert!(count > 0, "cached_min of empty list {list}");
+            self.min_cache = MinCache { list, min, count };
+        }
+        self.min_cache.min
+    }
+
+    // --- intrusive lists -----------------------------------------------------------------
+
+    #[inline]
+    fn alloc(&mut self, key: u64, when: u64) -> u32 {
+        let node = Node {
+            key,
+            when,
+            prev: NIL,
+            next: NIL,
+        };
+        if self.free_head != NIL {
+            let n = self.free_head;
+            self.free_head = self.nodes[n as usize].next;
+            self.nodes[n as usize] = node;
+            n
+        } else {
+            let n = self.nodes.len();
+            assert!(
+                n < FREE as usize,
+                "timer wheel is limited to 2^32 - 2 nodes"
+            );
+            self.nodes.push(node);
+            n as u32
+        }
+    }
+
+    #[inline]
+    fn release(&mut self, n: u32) {
+        let node = &mut self.nodes[n as usize];
+        node.prev = FREE;
+        node.next = self.free_head;
+        self.free_head = n;
+    }
+
+    #[inline]
+    fn link(&mut self, list: u32, n: u32) {
+        let first = self.nodes[list as usize].next;
+        if first == list && list != OVERDUE {
+            let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
+            self.occupied[level] |= 1 << slot;
+            self.level_mask |= 1 << level;
+        }
+        self.nodes[n as usize].prev = list;
+        self.nodes[n as usize].next = first;
+        self.nodes[first as usize].prev = n;
+        self.nodes[list as usize].next = n;
+        let when = self.nodes[n as usize].when;
+        self.note_add(list, when);
+    }
+
+    #[inline]
+    fn unlink(&mut self, list: u32, n: u32) {
+        let Node {
+            prev, next, when, ..
+        } = self.nodes[n as usize];
+        self.nodes[prev as usize].next = next;
+        self.nodes[next as usize].prev = prev;
+        if prev == next && prev == list {
+            self.on_list_emptied(list);
+        } else {
+            self.note_remove(list, when);
+        }
+    }
+
+    /// Takes the whole list off its sentinel (marking the slot empty) and returns its
+    /// first node; the chain still ends at the sentinel index `list`, so callers walk it
+    /// with `while n != list`, reading `next` before relinking a node elsewhere.
+    fn detach(&mut self, list: u32) -> u32 {
+        let first = self.nodes[list as usize].next;
+        self.nodes[list as usize].next = list;
+        self.nodes[list as usize].prev = list;
+        self.on_list_emptied(list);
+        first
+    }
+
+    #[inline]
+    fn on_list_emptied(&mut self, list: u32) {
+        if list != OVERDUE {
+            let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
+            self.occupied[level] &= !(1 << slot);
+            if self.occupied[level] == 0 {
+                self.level_mask &= !(1 << level);
+            }
+            if (1..=HIST_MAX_LEVEL).contains(&level) {
+                if let Some(h) = self.hists.get_mut(level - 1) {
+                    if h.list == list {
+                        h.set.clear();
+                        h.list = NIL;
+                    }
+                }
+            }
+        }
+        if self.min_cache.list == list {
+            self.min_cache = MinCache::INVALID;
+        }
+    }
+
+    /// Keeps the histogram / min cache of `list` (if any) in step with a key added to it.
+    #[inline]
+    fn note_add(&mut self, list: u32, when: u64) {
+        let level = list as usize / SLOTS;
+        if (1..=HIST_MAX_LEVEL).contains(&level) {
+            if let Some(h) = self.hists.get_mut(level - 1) {
+                if h.list == list {
+                    h.set.add((when - h.base) as usize);
+                }
+            }
+        } else if self.min_cache.list == list {
+            let c = &mut self.min_cache;
+            if when < c.min {
+                c.min = when;
+                c.count = 1;
+            } else if when == c.min {
+                c.count += 1;
+            }
+        }
+    }
+
+    /// Keeps the histogram / min cache of `list` (if any) in step with a key removed from it.
+    #[inline]
+    fn note_remove(&mut self, list: u32, when: u64) {
+        let level = list as usize / SLOTS;
+        if (1..=HIST_MAX_LEVEL).contains(&level) {
+            if let Some(h) = self.hists.get_mut(level - 1) {
+                if h.list == list {
+                    h.set.remove((when - h.base) as usize);
+                }
+            }
+        } else if self.min_cache.list == list && when == self.min_cache.min {
+            self.min_cache.count -= 1;
+            if self.min_cache.count == 0 {
+                self.min_cache = MinCache::INVALID;
+            }
+        }
+    }
+
+    // --- diagnostics -----------------------------------------------------------------------
+
+    /// A one-line summary for assertion messages.
+    pub fn debug_state(&self) -> String {
+        let levels: Vec<String> = (0..LEVELS)
+            .filter(|&l| self.occupied[l] != 0)
+            .map(|l| format!("L{l}={:#018x}", self.occupied[l]))
+            .collect();
+        format!(
+            "TimerWheel {{ now_ms: {}, len: {}, level_mask: {:#06x}, occupied: [{}], overdue: {}, nodes: {} }}",
+            self.now_ms(),
+            self.len,
+            self.level_mask,
+            levels.join(" "),
+            self.nodes[OVERDUE as usize].next != OVERDUE,
+            self.nodes.len(),
+        )
+    }
+
+    /// Walks the whole structure and checks every invariant; O(n). For tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let state = || self.debug_state();
+        let mut seen = 0usize;
+        let mut level_mask = 0u16;
+        for list in 0..SENTINELS as u32 {
+            let mut count = 0usize;
+            let mut prev = list;
+            let mut n = self.nodes[list as usize].next;
+            let mut multiset: HashMap<u64, u32> = HashMap::new();
+            while n != list {
+                if (n as usize) < SENTINELS || n as usize >= self.nodes.len() {
+                    return Err(format!("list {list}: bad link {n}; {}", state()));
+                }
+                let node = &self.nodes[n as usize];
+                if node.prev != prev {
+                    return Err(format!(
+                        "list {list}: node {n} prev {} != {prev}; {}",
+                        node.prev,
+                        state()
+                    ));
+                }
+                if self.list_of(node.when) != list {
+                    return Err(format!(
+                        "key {} (deadline {}) is on list {list}, belongs on {}; {}",
+                        node.key,
+                        decode_time(node.when),
+                        self.list_of(node.when),
+                        state()
+                    ));
+                }
+                if self.index.get(node.key) != Some(n) {
+                    return Err(format!(
+                        "key {} not indexed to node {n}; {}",
+                        node.key,
+                        state()
+                    ));
+                }
+                *multiset.entry(node.when).or_default() += 1;
+                count += 1;
+                if count > self.nodes.len() {
+                    return Err(format!("list {list} has a cycle; {}", state()));
+                }
+                prev = n;
+                n = node.next;
+            }
+            if self.nodes[list as usize].prev != prev {
+                return Err(format!("list {list}: sentinel prev is wrong; {}", state()));
+            }
+            seen += count;
+            if list != OVERDUE {
+                let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
+                let bit = (self.occupied[level] >> slot) & 1 == 1;
+                if bit != (count > 0) {
+                    return Err(format!(
+                        "occupancy bit of list {list} is {bit} with {count} keys; {}",
+                        state()
+                    ));
+                }
+                if count > 0 {
+                    level_mask |= 1 << level;
+                }
+                if (1..=HIST_MAX_LEVEL).contains(&level) {
+                    if let Some(h) = self.hists.get(level - 1).filter(|h| h.list == list) {
+                        if count == 0 {
+                            return Err(format!("histogram of empty list {list}; {}", state()));
+                        }
+                        let size = SLOTS.pow(level as u32);
+                        let mut total = 0usize;
+                        for offset in 0..size {
+                            let expected = multiset
+                                .get(&(h.base + offset as u64))
+                                .copied()
+                                .unwrap_or(0);
+                            if h.set.count(offset) != expected {
+                                return Err(format!(
+                                    "histogram of list {list} wrong at {offset}; {}",
+                                    state()
+                                ));
+                            }
+                            total += expected as usize;
+                        }
+                        if total != count {
+                            return Err(format!(
+                                "histogram of list {list} misses keys; {}",
+                                state()
+                            ));
+                        }
+                        let min = multiset.keys().min().copied();
+                        if h.set.min().map(|o| h.base + o as u64) != min {
+                            return Err(format!("histogram min of list {list} wrong; {}", state()));
+                        }
+                    }
+                }
+            }
+            if self.min_cache.list == list {
+                let min = multiset.keys().min().copied();
+                if min != Some(self.min_cache.min)
+                    || multiset.get(&self.min_cache.min).copied() != Some(self.min_cache.count)
+                {
+                    return Err(format!("min cache of list {list} is stale; {}", state()));
+                }
+            }
+        }
+        if level_mask != self.level_mask {
+            return Err(format!("level_mask should be {level_mask:#x}; {}", state()));
+        }
+        if seen != self.len {
+            return Err(format!(
+                "{seen} keys on lists, len says {}; {}",
+                self.len,
+                state()
+            ));
+        }
+        let indexed =
+            self.index.direct.iter().filter(|&&n| n != NIL).count() + self.index.sparse.len();
+        if indexed != self.len {
+            return Err(format!(
+                "{indexed} keys indexed, len says {}; {}",
+                self.len,
+                state()
+            ));
+        }
+        let mut free = 0usize;
+        let mut n = self.free_head;
+        while n != NIL {
+            if self.nodes[n as usize].prev != FREE {
+                return Err(format!(
+                    "node {n} on the free list is not marked free; {}",
+                    state()
+                ));
+            }
+            free += 1;
+            if free > self.nodes.len() {
+                return Err(format!("free list has a cycle; {}", state()));
+            }
+            n = self.nodes[n as usize].next;
+        }
+        if SENTINELS + self.len + free != self.nodes.len() {
+            return Err(format!(
+                "{} nodes = {SENTINELS} sentinels + {} live + {free} free does not add up; {}",
+                self.nodes.len(),
+                self.len,
+                state()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    // --- the pure functions, exhaustively ------------------------------------------------
+
+    /// Naive definition: the lowest level whose rotation (all digits above it) is shared.
+    fn naive_level(elapsed: u64, when: u64) -> usize {
+        (0..LEVELS)
+            .find(|&l| {
+                let bits = (l as u32 + 1) * SLOT_BITS;
+                bits >= 64 || elapsed >> bits == when >> bits
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn level_for_matches_naive_on_all_small_pairs() {
+        // Every pair below 2^13 spans levels 0..=2 with every digit combination.
+        for elapsed in 0..1u64 << 13 {
+            for when in elapsed + 1..1u64 << 13 {
+                assert_eq!(
+                    level_for(elapsed, when),
+                    naive_level(elapsed, when),
+                    "{elapsed} {when}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn level_for_matches_naive_for_every_differing_bit() {
+        // For every highest differing bit position and a spread of backgrounds.
+        let backgrounds = [
+            0u64,
+            u64::MAX >> 1,
+            0x5555_5555_5555_5555,
+            0xdead_beef_0bad_f00d,
+            1 << 63,
+        ];
+        for bg in backgrounds {
+            for bit in 0..64 {
+                let elapsed = bg & !(1u64 << bit);
+                let when = elapsed | (1u64 << bit);
+                assert_eq!(level_for(elapsed, when), naive_level(elapsed, when));
+                assert_eq!(level_for(elapsed, when), (bit / SLOT_BITS) as usize);
+                // Lower bits of `when` below the differing bit do not matter.
+                let when2 = when | ((1u64 << bit) - 1);
+                assert_eq!(level_for(elapsed, when2), (bit / SLOT_BITS) as usize);
+            }
+        }
+        assert_eq!(level_for(0, u64::MAX), LEVELS - 1);
+    }
+
+    #[test]
+    fn slot_for_and_slot_start_agree_exhaustively() {
+        // Every time below 2^12 at levels 0 and 1, and every slot of every level from
+        // several positions: the slot of `slot_start(e, l, s)` at level `l` is `s`, the
+        // start is aligned, and `e` and the start share the rotation above level `l`.
+        for t in 0..1u64 << 12 {
+            for level in 0..2 {
+                let s = slot_for(t, level);
+                let start = slot_start(t, level, s);
+                assert!(start <= t && t - start < slot_width(level), "{t} {level}");
+            }
+        }
+        for e in [0u64, 12345, 1 << 40, u64::MAX - 7, encode_time(0)] {
+            for level in 0..LEVELS {
+                let usable = if level == LEVELS - 1 { 16 } else { SLOTS };
+                for slot in 0..usable {
+                    let start = slot_start(e, level, slot);
+                    assert_eq!(slot_for(start, level), slot);
+                    assert_eq!(start % slot_width(level).max(1), 0, "aligned");
+                    if level < LEVELS - 1 {
+                        let bits = (level as u32 + 1) * SLOT_BITS;
+                        assert_eq!(start >> bits, e >> bits);
+                    }
+                    if level > 0 {
+                        assert_eq!(slot_for(start, level - 1), 0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_encoding_preserves_order_and_round_trips() {
+        let samples = [
+            i64::MIN,
+            i64::MIN + 1,
+            -1_000_000,
+            -1,
+            0,
+            1,
+            1_700_000_000_000,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        for w in samples.windows(2) {
+            assert!(encode_time(w[0]) < encode_time(w[1]));
+        }
+        for &s in &samples {
+            assert_eq!(decode_time(encode_time(s)), s);
+        }
+        for ms in -70_000i64..70_000 {
+            assert_eq!(decode_time(encode_time(ms)), ms);
+            assert_eq!(encode_time(ms) + 1, encode_time(ms + 1));
+        }
+    }
+
+    #[test]
+    fn count_set_is_a_multiset_with_min() {
+        for depth in 1..=3usize {
+            let mut s = CountSet::new(depth);
+            let size = SLOTS.pow(depth as u32);
+            assert_eq!(s.min(), None);
+            let (mid, last) = (size / 2, size - 1);
+            for o in [last, 0, mid, 1, mid] {
+                s.add(o);
+            }
+            assert_eq!(s.min(), Some(0));
+            s.remove(0);
+            assert_eq!(s.min(), Some(1));
+            s.remove(1);
+            assert_eq!(s.min(), Some(mid));
+            s.remove(mid);
+            assert_eq!(s.min(), Some(mid), "mid was added twice");
+            s.remove(mid);
+            assert_eq!(s.min(), Some(last));
+            s.clear();
+            assert_eq!(s.min(), None);
+            assert!((0..size).all(|o| s.count(o) == 0));
+            // Every offset alone is its own minimum.
+            for o in (0..size).step_by(size / 64 + 1).chain([size - 1]) {
+                s.add(o);
+                assert_eq!(s.min(), Some(o));
+                s.remove(o);
+                assert_eq!(s.min(), None);
+            }
+        }
+    }
+
+    // --- behaviour -------------------------------------------------------------------------
+
+    fn drain(w: &mut TimerWheel, now: i64) -> Vec<(i64, u64)> {
+        let mut out = Vec::new();
+        w.advance(now, &mut out).unwrap();
+        w.check_invariants().unwrap();
+        out.into_iter().map(|f| (f.deadline_ms, f.key)).collect()
+    }
+
+    #[test]
+    fn fires_in_deadline_then_key_order_exactly_once() {
+        let mut w = TimerWheel::new(0);
+        for (k, d) in [
+            (5u64, 100i64),
+            (3, 100),
+            (9, 50),
+            (1, 5000),
+            (2, 1 << 40),
+            (7, 100),
+        ] {
+            w.schedule(k, d);
+        }
+        w.check_invariants().unwrap();
+        assert_eq!(w.next_deadline(), Some(50));
+        assert_eq!(drain(&mut w, 99), vec![(50, 9)]);
+        assert_eq!(drain(&mut w, 100), vec![(100, 3), (100, 5), (100, 7)]);
+        assert_eq!(drain(&mut w, 100), vec![]);
+        assert_eq!(w.next_deadline(), Some(5000));
+        assert_eq!(drain(&mut w, (1 << 40) - 1), vec![(5000, 1)]);
+        assert_eq!(drain(&mut w, i64::MAX), vec![(1 << 40, 2)]);
+        assert!(w.is_empty());
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn past_deadlines_fire_on_the_next_advance_before_everything_else() {
+        let mut w = TimerWheel::new(1_000);
+        w.schedule(1, 2_000);
+        w.schedule(2, 1_000); // equal to now: due
+        w.schedule(3, -5);
+        w.schedule(4, 999);
+        assert_eq!(w.next_deadline(), Some(-5));
+        assert_eq!(drain(&mut w, 1_000), vec![(-5, 3), (999, 4), (1_000, 2)]);
+        assert_eq!(drain(&mut w, 5_000), vec![(2_000, 1)]);
+    }
+
+    #[test]
+    fn time_cannot_go_backwards() {
+        let mut w = TimerWheel::new(10);
+        let mut out = Vec::new();
+        assert_eq!(
+            w.advance(9, &mut out),
+            Err(TimeWentBackwards {
+                now_ms: 9,
+                current_ms: 10
+            })
+        );
+        w.advance(10, &mut out).unwrap();
+        assert_eq!(w.now_ms(), 10);
+    }
+
+    #[test]
+    fn reschedule_moves_earlier_and_later_and_cancel_removes() {
+        let mut w = TimerWheel::new(0);
+        w.schedule(1, 10_000);
+        w.schedule(1, 20);
+        assert_eq!(w.deadline(1), Some(20));
+        w.schedule(1, 300_000);
+        w.schedule(2, 300_001);
+        assert_eq!(w.len(), 2);
+        assert!(w.cancel(2));
+        assert!(!w.cancel(2));
+        assert_eq!(drain(&mut w, 299_999), vec![]);
+        assert_eq!(drain(&mut w, 300_000), vec![(300_000, 1)]);
+        assert!(!w.contains(1));
+        // A fired key can be reused.
+        w.schedule(1, 300_000);
+        assert_eq!(drain(&mut w, 300_000), vec![(300_000, 1)]);
+    }
+
+    #[test]
+    fn sparse_and_dense_keys_coexist_and_migrate() {
+        let mut w = TimerWheel::new(0);
+        // Big keys go to the hash map; then many dense keys grow the vector past some of them.
+        let big = [u64::MAX, 1 << 40, 70_000, 9_000];
+        for (i, &k) in big.iter().enumerate() {
+            w.schedule(k, 1_000 + i as i64);
+        }
+        for k in 0..20_000u64 {
+            w.schedule(k, 5_000);
+        }
+        w.check_invariants().unwrap();
+        for (i, &k) in big.iter().enumerate().take(3) {
+            assert_eq!(w.deadline(k), Some(1_000 + i as i64), "key {k}");
+        }
+        assert_eq!(w.deadline(9_000), Some(5_000), "rescheduled as a dense key");
+        let fired = drain(&mut w, 5_000);
+        assert_eq!(
+            fired.len(),
+            20_000 + big.len() - 1,
+            "9_000 was rescheduled to 5_000"
+        );
+        assert!(fired.windows(2).all(|p| p[0] < p[1]));
+    }
+
+    #[test]
+    fn next_deadline_stays_exact_in_a_heartbeat_storm() {
+        // All keys far away on a high level: the histogram must follow reschedules.
+        let mut w = TimerWheel::new(0);
+        let n = 3_000u64;
+        for k in 0..n {
+            w.schedule(k, 45_000 + k as i64);
+        }
+        let mut model: BTreeMap<u64, i64> = (0..n).map(|k| (k, 45_000 + k as i64)).collect();
+        let mut now = 0;
+        for round in 0..60 {
+            now += 100;
+            let mut out = Vec::new();
+            w.advance(now, &mut out).unwrap();
+            assert!(out.is_empty());
+            for k in (round * 50..round * 50 + 50).map(|k| k % n) {
+                w.schedule(k, now + 45_000);
+                model.insert(k, now + 45_000);
+            }
+            assert_eq!(w.next_deadline(), model.values().min().copied());
+            if round % 10 == 0 {
+                w.check_invariants().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn extreme_times() {
+        let mut w = TimerWheel::new(i64::MIN);
+        w.schedule(1, i64::MAX);
+        w.schedule(2, i64::MIN);
+        w.schedule(3, 0);
+        w.check_invariants().unwrap();
+        assert_eq!(w.next_deadline(), Some(i64::MIN));
+        assert_eq!(drain(&mut w, i64::MIN), vec![(i64::MIN, 2)]);
+        assert_eq!(w.next_deadline(), Some(0));
+        assert_eq!(drain(&mut w, i64::MAX - 1), vec![(0, 3)]);
+        assert_eq!(w.next_deadline(), Some(i64::MAX));
+        assert_eq!(drain(&mut w, i64::MAX), vec![(i64::MAX, 1)]);
+    }
+
+    #[test]
+    fn memory_per_key_is_small() {
+        let mut w = TimerWheel::new(0);
+        let n = 1_000_000u64;
+        w.reserve(n as usize);
+        for k in 0..n {
+            w.schedule(k, 45_000 + (k % 3_000) as i64);
+        }
+        let bytes = w.heap_bytes();
+        assert!(bytes < 64 << 20, "{bytes} bytes for a million keys");
+    }
+
+    // --- model-based property test ---------------------------------------------------------
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Schedule(u64, i64),
+        Cancel(u64),
+        Advance(i64),
+        NextDeadline,
+    }
+
+    fn key() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            8 => 0u64..24,
+            1 => Just(u64::MAX),
+            1 => (1u64 << 33)..(1u64 << 33) + 4,
+        ]
+    }
+
+    /// Offsets from the current time: zero, the past, every level boundary, and far futures.
+    fn offset() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            2 => Just(0i64),
+            2 => -100i64..0,
+            4 => 1i64..130,
+            3 => (0u32..62).prop_flat_map(|b| {
+                let p = 1i64 << b;
+                (p - 2)..(p + 2)
+            }),
+            1 => Just(i64::MAX),
+            1 => Just(i64::MIN),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (key(), offset()).prop_map(|(k, o)| Op::Schedule(k, o)),
+            2 => key().prop_map(Op::Cancel),
+            3 => offset().prop_map(|o| Op::Advance(o.max(0))),
+            2 => Just(Op::NextDeadline),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn wheel_matches_a_sorted_map(start in prop_oneof![Just(0i64), Just(i64::MIN), -1_000i64..1_000_000, Just(i64::MAX - 5_000)],
+                                      ops in proptest::collection::vec(op(), 1..120)) {
+            let mut w = TimerWheel::new(start);
+            let mut model: BTreeMap<u64, i64> = BTreeMap::new();
+            let mut now = start;
+            for op in ops {
+                match op {
+                    Op::Schedule(k, o) => {
+                        let d = now.saturating_add(o);
+                        w.schedule(k, d);
+                        model.insert(k, d);
+                    }
+                    Op::Cancel(k) => {
+                        prop_assert_eq!(w.cancel(k), model.remove(&k).is_some());
+                    }
+                    Op::Advance(o) => {
+                        now = now.saturating_add(o);
+                        let mut expected: Vec<(i64, u64)> =
+                            model.iter().filter(|(_, &d)| d <= now).map(|(&k, &d)| (d, k)).collect();
+                        expected.sort();
+                        for (_, k) in &expected {
+                            model.remove(k);
+                        }
+                        let mut out = Vec::new();
+                        w.advance(now, &mut out).unwrap();
+                        let got: Vec<(i64, u64)> = out.iter().map(|f| (f.deadline_ms, f.key)).collect();
+                        prop_assert_eq!(got, expected);
+                    }
+                    Op::NextDeadline => {
+                        prop_assert_eq!(w.next_deadline(), model.values().min().copied());
+                    }
+                }
+                prop_assert_eq!(w.len(), model.len());
+                if let Err(e) = w.check_invariants() {
+                    return Err(TestCaseError::fail(e));
+                }
+                for (&k, &d) in &model {
+                    prop_assert_eq!(w.deadline(k), Some(d));
+                }
+            }
+        }
+    }
+}
