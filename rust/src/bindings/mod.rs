@@ -2,7 +2,10 @@
 
 use pyo3::prelude::*;
 
+mod timer;
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    timer::register(m)?;
     Ok(())
 }
