@@ -18,7 +18,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::timer::{FastBuild, Fired, TimeWentBackwards, TimerWheel};
+use std::hash::Hasher;
+
+use crate::timer::{prefetch, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel};
 
 /// The three deadlines a member can have. The discriminant is the wheel key offset and the
 /// tie-break order among kinds sharing a deadline (declaration order, not alphabetical).
@@ -137,16 +139,257 @@ pub fn session_deadline(now_ms: i64, session_timeout_ms: i64) -> Result<i64, Exp
         })
 }
 
-struct Group {
-    name: Arc<[u8]>,
-    members: HashMap<Arc<[u8]>, u32, FastBuild>,
+/// A group id as the key of the group index: stored inline when short (most group ids
+/// are), so a lookup compares bytes already in the map's bucket instead of following a
+/// pointer to a heap allocation, which at a million members is a cache miss per heartbeat.
+/// Hashes and compares exactly like `[u8]`, so the map is queried with plain slices.
+#[derive(Clone)]
+enum GroupKey {
+    Inline {
+        len: u8,
+        bytes: [u8; GroupKey::INLINE],
+    },
+    Heap(Arc<[u8]>),
 }
 
+impl GroupKey {
+    const INLINE: usize = 30;
+
+    fn new(name: &[u8]) -> Self {
+        if name.len() <= Self::INLINE {
+            let mut bytes = [0u8; Self::INLINE];
+            bytes[..name.len()].copy_from_slice(name);
+            GroupKey::Inline {
+                len: name.len() as u8,
+                bytes,
+            }
+        } else {
+            GroupKey::Heap(Arc::from(name))
+        }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            GroupKey::Inline { len, bytes } => &bytes[..*len as usize],
+            GroupKey::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for GroupKey {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for GroupKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for GroupKey {}
+
+impl std::hash::Hash for GroupKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+/// A group: its name and the handles of its members (for `remove_group`).
+struct Group {
+    name: Arc<[u8]>,
+    /// The name again, inline when short: what [`GroupMemo`] validates against.
+    key: GroupKey,
+    members: Vec<u32>,
+}
+
+/// A member with at least one pending deadline.
 struct Member {
-    group: u32,
+    /// Hash of `(group, id)`, as the intern table uses it.
+    hash: u64,
     id: Arc<[u8]>,
+    group: u32,
+    /// Position of this member's handle in `groups[group].members`.
+    group_pos: u32,
     /// Bit `kind as u8` set iff that deadline is scheduled in the wheel.
     pending: u8,
+}
+
+#[inline]
+fn member_hash(group: u32, id: &[u8]) -> u64 {
+    let mut h = FastHasher::default();
+    h.write_u32(group);
+    h.write(id);
+    h.finish()
+}
+
+/// Open-addressing table (linear probing, load <= 1/2) from `(group, member id)` to member
+/// handle. A slot packs the high 32 bits of the hash (the tag) with `handle + 1` (0 =
+/// empty). The slot index is taken from the tag's top bits, so growing the table and
+/// backward-shift deletion never need to look at a member; a lookup touches a member only
+/// when the tag matches. Batch callers can compute the slot of an item ahead of time and
+/// prefetch it, which std's `HashMap` does not allow.
+#[derive(Default)]
+struct InternTable {
+    slots: Vec<u64>,
+    /// log2(slots.len()); 0 while empty.
+    bits: u32,
+    len: usize,
+}
+
+impl InternTable {
+    #[inline]
+    fn tag(hash: u64) -> u64 {
+        hash >> 32
+    }
+
+    #[inline]
+    fn home(&self, tag: u64) -> usize {
+        (tag >> (32 - self.bits)) as usize
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    /// The first slot a lookup of `hash` reads, for prefetching.
+    #[inline]
+    fn first_slot(&self, hash: u64) -> Option<&u64> {
+        if self.slots.is_empty() {
+            None
+        } else {
+            self.slots.get(self.home(Self::tag(hash)))
+        }
+    }
+
+    /// Finds the handle whose member satisfies `is_it`, among slots tagged like `hash`.
+    #[inline]
+    fn find(&self, hash: u64, mut is_it: impl FnMut(u32) -> bool) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let tag = Self::tag(hash);
+        let mut i = self.home(tag);
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                return None;
+            }
+            if slot >> 32 == tag {
+                let handle = (slot as u32) - 1;
+                if is_it(handle) {
+                    return Some(handle);
+                }
+            }
+            i = (i + 1) & self.mask();
+        }
+    }
+
+    fn insert(&mut self, hash: u64, handle: u32) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let tag = Self::tag(hash);
+        let mut i = self.home(tag);
+        while self.slots[i] != 0 {
+            i = (i + 1) & self.mask();
+        }
+        self.slots[i] = (tag << 32) | (u64::from(handle) + 1);
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let bits = (self.bits + 1).max(4);
+        assert!(bits <= 32, "intern table limited to 2^31 members");
+        let old = std::mem::replace(&mut self.slots, vec![0; 1 << bits]);
+        self.bits = bits;
+        for slot in old.into_iter().filter(|&s| s != 0) {
+            let mut i = self.home(slot >> 32);
+            while self.slots[i] != 0 {
+                i = (i + 1) & self.mask();
+            }
+            self.slots[i] = slot;
+        }
+    }
+
+    /// Removes `handle` (present, with hash `hash`), shifting later entries of its probe
+    /// run back so lookups never need tombstones.
+    fn remove(&mut self, hash: u64, handle: u32) {
+        let want = (Self::tag(hash) << 32) | (u64::from(handle) + 1);
+        let mut i = self.home(Self::tag(hash));
+        while self.slots[i] != want {
+            debug_assert_ne!(
+                self.slots[i], 0,
+                "removing handle {handle} not in the table"
+            );
+            i = (i + 1) & self.mask();
+        }
+        let mask = self.mask();
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        loop {
+            let slot = self.slots[j];
+            if slot == 0 {
+                break;
+            }
+            let home = self.home(slot >> 32);
+            // Move `slot` into the hole unless its home lies cyclically in (hole, j].
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = slot;
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.slots[hole] = 0;
+        self.len -= 1;
+    }
+}
+
+/// Which group a batch item names, remembered by the address of the caller's bytes.
+///
+/// Why: a heartbeat batch names its groups by the same few objects over and over (the
+/// bindings pass the UTF-8 inside each `str`). A direct-mapped array indexed by that
+/// address finds the handle with one access whose location is known in advance (so it can
+/// be prefetched), where a hash map lookup is two dependent misses. An entry is trusted
+/// without checking within the call that wrote it (`stamp`); from an earlier call it is
+/// checked against the group's inline name first, since the address may have been reused.
+#[derive(Default)]
+struct GroupMemo {
+    entries: Vec<MemoEntry>,
+    stamp: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct MemoEntry {
+    ptr: usize,
+    len: usize,
+    group: u32,
+    stamp: u32,
+}
+
+impl GroupMemo {
+    /// Starts a call: sizes the array for `groups` live groups and moves the stamp on.
+    fn begin(&mut self, groups: usize) {
+        let want = (4 * groups).clamp(256, 1 << 20).next_power_of_two();
+        if self.entries.len() < want {
+            self.entries = vec![MemoEntry::default(); want];
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.entries.fill(MemoEntry::default());
+            self.stamp = 1;
+        }
+    }
+
+    #[inline]
+    fn slot(&self, bytes: &[u8]) -> usize {
+        let bits = self.entries.len().trailing_zeros();
+        ((bytes.as_ptr() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    }
 }
 
 /// Per-(group, member) SESSION / JOIN / SYNC deadlines with interned ids.
@@ -155,12 +398,15 @@ pub struct MemberExpiry {
     wheel: TimerWheel,
     groups: Vec<Option<Group>>,
     free_groups: Vec<u32>,
-    group_index: HashMap<Arc<[u8]>, u32, FastBuild>,
+    group_index: HashMap<GroupKey, u32, FastBuild>,
     members: Vec<Option<Member>>,
     free_members: Vec<u32>,
     member_count: usize,
-    /// Scratch for `expire`, kept to avoid an allocation per call.
+    table: InternTable,
+    /// Scratch for `expire` and `set_deadlines`, kept to avoid allocations per call.
     fired: Vec<Fired>,
+    resolved: Vec<(u32, u64)>,
+    memo: GroupMemo,
 }
 
 impl MemberExpiry {
@@ -224,31 +470,112 @@ impl MemberExpiry {
     /// current time fires on the next `expire`.
     pub fn set_deadline(&mut self, group: &[u8], member: &[u8], kind: Kind, deadline_ms: i64) {
         let g = self.intern_group(group);
-        let m = self.intern_member(g, member);
+        let hash = member_hash(g, member);
+        let m = self.intern_member(g, member, hash);
         self.schedule(m, kind, deadline_ms);
     }
 
-    /// Sets the deadline of `kind` for many members at once: `items` yields
-    /// `(group, member, deadline_ms)`. Consecutive items naming the same group by the same
-    /// slice (same pointer and length, as the bindings produce for the same `str` object)
-    /// skip the group lookup.
-    pub fn set_deadlines<'a, I>(&mut self, kind: Kind, items: I)
-    where
-        I: IntoIterator<Item = (&'a [u8], &'a [u8], i64)>,
-    {
-        let mut last: Option<(*const u8, usize, u32)> = None;
-        for (group, member, deadline) in items {
-            let g = match last {
-                Some((p, l, g)) if p == group.as_ptr() && l == group.len() => g,
-                _ => {
-                    let g = self.intern_group(group);
-                    last = Some((group.as_ptr(), group.len(), g));
-                    g
+    /// Sets the deadline of `kind` for many members at once, in order: `items` holds
+    /// `(group, member, deadline_ms)`; the same as `set_deadline` in a loop.
+    ///
+    /// Why a separate path: at a million members each item is a chain of dependent cache
+    /// misses (table slot, member record, id bytes, wheel index, wheel node). The loop first
+    /// resolves groups and hashes, then runs a few items ahead of itself prefetching each
+    /// stage, so the misses of consecutive items overlap. Consecutive items naming their
+    /// group by the same slice (same pointer and length, as the bindings produce for the
+    /// same `str` object) skip the group lookup.
+    pub fn set_deadlines(&mut self, kind: Kind, items: &[(&[u8], &[u8], i64)]) {
+        // Items are resolved (group handle, hash) a chunk at a time, just ahead of the
+        // main loop, so the id bytes hashed here are still in cache when compared there.
+        const CHUNK: usize = 256;
+        // Prefetch distances (in items) of the pipeline stages.
+        const SLOT_AHEAD: usize = 16;
+        const MEMBER_AHEAD: usize = 10;
+        const ID_AHEAD: usize = 5;
+        let mut resolved = std::mem::take(&mut self.resolved);
+        resolved.clear();
+        self.memo.begin(self.group_index.len() + 1);
+        for (i, &(_, member, deadline)) in items.iter().enumerate() {
+            if i + SLOT_AHEAD >= resolved.len() && resolved.len() < items.len() {
+                let (begin, end) = (resolved.len(), (resolved.len() + CHUNK).min(items.len()));
+                for j in begin..end {
+                    let (group, member, _) = items[j];
+                    // The ids are the caller's, wherever they live: start loading the
+                    // next ones (and their memo entries) while this one is hashed.
+                    if let Some(&(ahead_group, ahead, _)) = items.get(j + 4) {
+                        if let (Some(first), Some(last)) = (ahead.first(), ahead.last()) {
+                            prefetch(first);
+                            prefetch(last);
+                        }
+                        prefetch(&self.memo.entries[self.memo.slot(ahead_group)]);
+                    }
+                    let g = self.memo_group(group);
+                    resolved.push((g, member_hash(g, member)));
                 }
-            };
-            let m = self.intern_member(g, member);
+            }
+            if let Some(&(_, hash)) = resolved.get(i + SLOT_AHEAD) {
+                if let Some(slot) = self.table.first_slot(hash) {
+                    prefetch(slot);
+                }
+            }
+            if let Some(&(_, hash)) = resolved.get(i + MEMBER_AHEAD) {
+                if let Some(m) = self.first_candidate(hash) {
+                    if let Some(rec) = self.members.get(m as usize) {
+                        prefetch(rec);
+                    }
+                    self.wheel.prefetch_index(wheel_key(m, kind));
+                }
+            }
+            if let Some(&(_, hash)) = resolved.get(i + ID_AHEAD) {
+                if let Some(m) = self.first_candidate(hash) {
+                    if let Some(Some(rec)) = self.members.get(m as usize) {
+                        // Both ends: an id usually spans two cache lines.
+                        if let (Some(first), Some(last)) = (rec.id.first(), rec.id.last()) {
+                            prefetch(first);
+                            prefetch(last);
+                        }
+                    }
+                    self.wheel.prefetch_node(wheel_key(m, kind));
+                }
+            }
+            let (g, hash) = resolved[i];
+            let m = self.intern_member(g, member, hash);
             self.schedule(m, kind, deadline);
         }
+        self.resolved = resolved;
+    }
+
+    /// The handle of `group` (interned if new), through the memo.
+    #[inline]
+    fn memo_group(&mut self, group: &[u8]) -> u32 {
+        let slot = self.memo.slot(group);
+        let e = self.memo.entries[slot];
+        if e.ptr == group.as_ptr() as usize && e.len == group.len() {
+            if e.stamp == self.memo.stamp {
+                return e.group;
+            }
+            let same = self.groups.get(e.group as usize).and_then(Option::as_ref);
+            if same.is_some_and(|g| g.key.as_bytes() == group) {
+                self.memo.entries[slot].stamp = self.memo.stamp;
+                return e.group;
+            }
+        }
+        let g = self.intern_group(group);
+        self.memo.entries[slot] = MemoEntry {
+            ptr: group.as_ptr() as usize,
+            len: group.len(),
+            group: g,
+            stamp: self.memo.stamp,
+        };
+        g
+    }
+
+    /// The handle in the first slot a lookup of `hash` probes, if its tag matches: what a
+    /// lookup is most likely to touch next (a prefetch hint only).
+    #[inline]
+    fn first_candidate(&self, hash: u64) -> Option<u32> {
+        let slot = *self.table.first_slot(hash)?;
+        (slot != 0 && slot >> 32 == InternTable::tag(hash)).then(|| (slot as u32) - 1)
     }
 
     /// The member's pending deadline of `kind`, if any.
@@ -288,8 +615,7 @@ impl MemberExpiry {
             .expect("indexed group is live");
         self.group_index.remove(group);
         self.free_groups.push(g);
-        let count = entry.members.len();
-        for (_, m) in entry.members {
+        for &m in &entry.members {
             let member = self.members[m as usize]
                 .take()
                 .expect("group member is live");
@@ -298,10 +624,11 @@ impl MemberExpiry {
                     self.wheel.cancel(wheel_key(m, k));
                 }
             }
+            self.table.remove(member.hash, m);
             self.free_members.push(m);
             self.member_count -= 1;
         }
-        count
+        entry.members.len()
     }
 
     /// The earliest pending deadline, exactly (see [`TimerWheel::next_deadline`]).
@@ -366,8 +693,17 @@ impl MemberExpiry {
 
     fn lookup(&self, group: &[u8], member: &[u8]) -> Option<u32> {
         let &g = self.group_index.get(group)?;
-        let group = self.groups[g as usize].as_ref()?;
-        group.members.get(member).copied()
+        self.find_member(g, member, member_hash(g, member))
+    }
+
+    #[inline]
+    fn find_member(&self, g: u32, id: &[u8], hash: u64) -> Option<u32> {
+        let members = &self.members;
+        self.table.find(hash, |m| {
+            members[m as usize]
+                .as_ref()
+                .is_some_and(|rec| rec.hash == hash && rec.group == g && *rec.id == *id)
+        })
     }
 
     #[inline]
@@ -375,10 +711,11 @@ impl MemberExpiry {
         if let Some(&g) = self.group_index.get(name) {
             return g;
         }
-        let name: Arc<[u8]> = Arc::from(name);
+        let key = GroupKey::new(name);
         let group = Group {
-            name: name.clone(),
-            members: HashMap::default(),
+            name: Arc::from(name),
+            key: key.clone(),
+            members: Vec::new(),
         };
         let g = match self.free_groups.pop() {
             Some(g) => {
@@ -390,22 +727,23 @@ impl MemberExpiry {
                 u32::try_from(self.groups.len() - 1).expect("fewer than 2^32 groups")
             }
         };
-        self.group_index.insert(name, g);
+        self.group_index.insert(key, g);
         g
     }
 
     #[inline]
-    fn intern_member(&mut self, g: u32, id: &[u8]) -> u32 {
+    fn intern_member(&mut self, g: u32, id: &[u8], hash: u64) -> u32 {
+        if let Some(m) = self.find_member(g, id, hash) {
+            return m;
+        }
         let group = self.groups[g as usize]
             .as_mut()
             .expect("interned group is live");
-        if let Some(&m) = group.members.get(id) {
-            return m;
-        }
-        let id: Arc<[u8]> = Arc::from(id);
         let member = Member {
+            hash,
+            id: Arc::from(id),
             group: g,
-            id: id.clone(),
+            group_pos: u32::try_from(group.members.len()).expect("fewer than 2^32 members"),
             pending: 0,
         };
         let m = match self.free_members.pop() {
@@ -415,11 +753,12 @@ impl MemberExpiry {
             }
             None => {
                 self.members.push(Some(member));
-                // wheel_key(m, Sync) must fit a u64 and handles a u32: 2^32 members at most.
+                // Handles are u32 and wheel keys `3 * handle + kind` fit a u64.
                 u32::try_from(self.members.len() - 1).expect("fewer than 2^32 members")
             }
         };
-        group.members.insert(id, m);
+        group.members.push(m);
+        self.table.insert(hash, m);
         self.member_count += 1;
         m
     }
@@ -446,13 +785,21 @@ impl MemberExpiry {
             member.pending, 0,
             "releasing a member with pending deadlines"
         );
+        self.table.remove(member.hash, m);
         self.free_members.push(m);
         self.member_count -= 1;
         let g = member.group;
         let group = self.groups[g as usize]
             .as_mut()
             .expect("member's group is live");
-        group.members.remove(&member.id[..]);
+        let pos = member.group_pos as usize;
+        group.members.swap_remove(pos);
+        if let Some(&moved) = group.members.get(pos) {
+            self.members[moved as usize]
+                .as_mut()
+                .expect("group member is live")
+                .group_pos = member.group_pos;
+        }
         if group.members.is_empty() {
             let group = self.groups[g as usize].take().expect("checked above");
             self.group_index.remove(&group.name[..]);
@@ -464,11 +811,13 @@ impl MemberExpiry {
 
     pub fn debug_state(&self) -> String {
         format!(
-            "MemberExpiry {{ groups: {} ({} slots), members: {} ({} slots), {} }}",
+            "MemberExpiry {{ groups: {} ({} slots), members: {} ({} slots), table: {}/{}, {} }}",
             self.group_index.len(),
             self.groups.len(),
             self.member_count,
             self.members.len(),
+            self.table.len,
+            self.table.slots.len(),
             self.wheel.debug_state()
         )
     }
@@ -506,17 +855,33 @@ impl MemberExpiry {
             else {
                 return Err(format!("member {m} points at a dead group; {}", state()));
             };
-            if group.members.get(&member.id[..]) != Some(&m) {
+            if group.members.get(member.group_pos as usize) != Some(&m) {
                 return Err(format!(
-                    "member {m} is not in its group's table; {}",
+                    "member {m} is not at its position in its group; {}",
+                    state()
+                ));
+            }
+            if member.hash != member_hash(member.group, &member.id) {
+                return Err(format!("member {m} has a stale hash; {}", state()));
+            }
+            if self.find_member(member.group, &member.id, member.hash) != Some(m) {
+                return Err(format!(
+                    "member {m} cannot be found through the table; {}",
                     state()
                 ));
             }
         }
-        if live_members != self.member_count {
+        if live_members != self.member_count || live_members != self.table.len {
             return Err(format!(
-                "member_count {} but {live_members} live; {}",
+                "member_count {}, table len {}, but {live_members} live; {}",
                 self.member_count,
+                self.table.len,
+                state()
+            ));
+        }
+        if self.table.slots.iter().filter(|&&s| s != 0).count() != self.table.len {
+            return Err(format!(
+                "table slot count disagrees with its len; {}",
                 state()
             ));
         }
@@ -533,7 +898,7 @@ impl MemberExpiry {
             if self.group_index.get(&group.name[..]) != Some(&(g as u32)) {
                 return Err(format!("group {g} is not indexed; {}", state()));
             }
-            for &m in group.members.values() {
+            for &m in &group.members {
                 match &self.members[m as usize] {
                     Some(member) if member.group == g as u32 => {}
                     _ => {
@@ -706,6 +1071,47 @@ mod tests {
     }
 
     #[test]
+    fn intern_table_survives_heavy_churn() {
+        // Many members, removed in an order unrelated to insertion: exercises probe runs,
+        // wrap-around and backward-shift deletion.
+        let mut t = MemberExpiry::new(0);
+        let mut live: Vec<(String, String)> = Vec::new();
+        let mut x = 12345u64;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..30 {
+            for i in 0..400 {
+                let (g, m) = (format!("g{}", rand() % 7), format!("m-{round}-{i}"));
+                t.heartbeat(g.as_bytes(), m.as_bytes(), 0, 1_000).unwrap();
+                live.push((g, m));
+            }
+            for _ in 0..300 {
+                let i = (rand() % live.len() as u64) as usize;
+                let (g, m) = live.swap_remove(i);
+                assert!(t.clear(g.as_bytes(), m.as_bytes(), None));
+            }
+            if round % 10 == 9 {
+                let g = format!("g{}", rand() % 7);
+                let before = live.len();
+                live.retain(|(lg, _)| *lg != g);
+                assert_eq!(t.remove_group(g.as_bytes()), before - live.len());
+            }
+            t.check_invariants().unwrap();
+            assert_eq!(t.member_count(), live.len());
+            for (g, m) in &live {
+                assert_eq!(
+                    t.deadline(g.as_bytes(), m.as_bytes(), Kind::Session),
+                    Some(1_000)
+                );
+            }
+        }
+    }
+
+    #[test]
     fn batch_is_the_same_as_one_by_one() {
         let ids: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
         let mut a = MemberExpiry::new(0);
@@ -725,7 +1131,7 @@ mod tests {
         for &(g, m, d) in &items {
             a.set_deadline(g, m, Kind::Session, d);
         }
-        b.set_deadlines(Kind::Session, items.iter().copied());
+        b.set_deadlines(Kind::Session, &items);
         assert_eq!(expire(&mut a, 1_000), expire(&mut b, 1_000));
     }
 
@@ -774,7 +1180,10 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        // 512 cases by default; PROPTEST_CASES=100000 for a deeper run.
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512)
+        ))]
 
         #[test]
         fn table_matches_a_sorted_map(ops in proptest::collection::vec(op(), 1..100)) {

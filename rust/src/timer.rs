@@ -288,6 +288,8 @@ impl KeyIndex {
 /// `next_deadline` exact without rescanning a slot that may hold most of the members.
 struct CountSet {
     counts: Vec<u32>,
+    /// Sum of all counts.
+    total: usize,
     /// `bits[0]` has one bit per offset; `bits[i + 1]` one bit per non-zero word of
     /// `bits[i]`; the last level is a single word.
     bits: Vec<Vec<u64>>,
@@ -307,12 +309,14 @@ impl CountSet {
         }
         CountSet {
             counts: vec![0; n],
+            total: 0,
             bits,
         }
     }
 
     #[inline]
     fn add(&mut self, offset: usize) {
+        self.total += 1;
         let c = &mut self.counts[offset];
         *c += 1;
         if *c == 1 {
@@ -334,6 +338,7 @@ impl CountSet {
         let c = &mut self.counts[offset];
         debug_assert!(*c > 0, "CountSet::remove of absent offset {offset}");
         *c -= 1;
+        self.total -= 1;
         if *c == 0 {
             let mut i = offset;
             for level in &mut self.bits {
@@ -374,6 +379,15 @@ impl CountSet {
         for level in self.bits.iter_mut().skip(1) {
             level.fill(0);
         }
+        self.total = 0;
+    }
+
+    fn total(&self) -> usize {
+        self.total
+    }
+
+    fn bytes(&self) -> usize {
+        self.counts.capacity() * 4 + self.bits.iter().map(|b| b.capacity() * 8).sum::<usize>()
     }
 
     fn count(&self, offset: usize) -> u32 {
@@ -381,28 +395,47 @@ impl CountSet {
     }
 }
 
-/// The histogram of one slot (the earliest slot of its level, built on demand by
-/// `next_deadline`), or inactive (`list == NIL`).
-struct SlotHistogram {
+/// What `next_deadline` knows about the earliest slot of one level (the "tracked" slot):
+/// the slot is settled (every key on it has its deadline inside the slot) and its exact
+/// minimum is maintained: trivially on level 0 (a level-0 slot is one millisecond), by a
+/// [`CountSet`] histogram on levels 1..=[`HIST_MAX_LEVEL`], and by a minimum with its
+/// multiplicity on higher levels (dropped when the last key at the minimum leaves; those
+/// slots are hours away, so a rescan then is cheap in practice). Keys on a tracked slot are
+/// moved eagerly, so the tracking stays exact.
+struct Tracked {
+    /// The tracked list, or NIL.
     list: u32,
-    /// First tick of the slot: offsets are `when - base`.
+    /// First tick of the slot.
     base: u64,
-    set: CountSet,
+    /// Levels above HIST_MAX_LEVEL: the minimum deadline on the slot and how many keys have it.
+    min: u64,
+    count: u32,
+    /// Levels 1..=HIST_MAX_LEVEL: allocated on first use and reused.
+    hist: Option<CountSet>,
 }
 
-/// Exact minimum and its multiplicity for one list that has no histogram (the overdue list
-/// or a slot of level > [`HIST_MAX_LEVEL`]); invalid (`list == NIL`) once the last key with
-/// the minimum leaves, and recomputed by one scan on the next `next_deadline`.
+impl Tracked {
+    const NONE: Tracked = Tracked {
+        list: NIL,
+        base: 0,
+        min: 0,
+        count: 0,
+        hist: None,
+    };
+}
+
+/// Exact minimum and its multiplicity of the overdue list; invalid (`valid == false`) once
+/// the last key with the minimum leaves, and recomputed by one scan when next needed.
 #[derive(Clone, Copy)]
 struct MinCache {
-    list: u32,
+    valid: bool,
     min: u64,
     count: u32,
 }
 
 impl MinCache {
     const INVALID: MinCache = MinCache {
-        list: NIL,
+        valid: false,
         min: 0,
         count: 0,
     };
@@ -412,7 +445,7 @@ impl MinCache {
 // The wheel.
 // ---------------------------------------------------------------------------------------
 
-/// One scheduled key, or a list sentinel, or a free node. 24 bytes.
+/// One scheduled key, or a list sentinel, or a free node. 32 bytes.
 #[derive(Clone, Copy)]
 struct Node {
     key: u64,
@@ -420,6 +453,41 @@ struct Node {
     when: u64,
     prev: u32,
     next: u32,
+    /// The list the node is on. Not derivable from `when`, because a key whose deadline
+    /// moved later may stay on an earlier slot ("lazy" key, see [`TimerWheel::schedule`]).
+    list: u32,
+}
+
+/// Deadlines for [`TimerWheel::schedule_many`]: one for all keys, or one per key.
+#[derive(Clone, Copy, Debug)]
+pub enum Deadlines<'a> {
+    All(i64),
+    Each(&'a [i64]),
+}
+
+impl Deadlines<'_> {
+    #[inline]
+    pub fn get(&self, i: usize) -> i64 {
+        match self {
+            Deadlines::All(d) => *d,
+            Deadlines::Each(ds) => ds[i],
+        }
+    }
+}
+
+/// Asks the CPU to start loading the cache line of `p`. A hint only: it never faults and
+/// never changes behaviour.
+#[inline(always)]
+pub(crate) fn prefetch<T: ?Sized>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` only hints the cache (SSE is baseline on x86_64), and `p` is
+    // a valid reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// A key that `advance` expired, with its deadline.
@@ -451,12 +519,16 @@ impl std::error::Error for TimeWentBackwards {}
 /// A hierarchical timing wheel over `u64` keys with `i64` millisecond deadlines.
 ///
 /// Invariants (checked by [`TimerWheel::check_invariants`] in tests):
-/// - a key with deadline `<= now` (scheduled after the last `advance`) is on the overdue
-///   list; every other key is in slot `slot_for(when, l)` of level `l = level_for(now, when)`;
-/// - bit `s` of `occupied[l]` is set iff that slot is non-empty, and bit `l` of
-///   `level_mask` iff `occupied[l] != 0`;
-/// - hence every key on level `l` is earlier than every key on level `l + 1`, and the
-///   earliest key is in the first occupied slot of the lowest occupied level.
+/// - a key with deadline `<= now` scheduled since the last `advance` is on the overdue list;
+/// - every other key is on a slot of some level `l` whose start is `<= ` its deadline. The
+///   key is *settled* if its deadline lies inside the slot (`slot_for(when, l)` at
+///   `l = level_for(now, when)`), or *lazy* if it lies later (the deadline was moved later
+///   and the key was left where it was). Keys on tracked slots are all settled;
+/// - every occupied slot of level `l` is after the current time's slot at `l`, and bit `s`
+///   of `occupied[l]` is set iff slot `s` is non-empty (bit `l` of `level_mask` iff
+///   `occupied[l] != 0`);
+/// - hence slot starts increase with the level, and the first occupied slot of the lowest
+///   occupied level is the earliest slot: nothing is due before its start.
 pub struct TimerWheel {
     nodes: Vec<Node>,
     free_head: u32,
@@ -466,9 +538,9 @@ pub struct TimerWheel {
     /// The wheel's current time (encoded): the last `now` given to `advance`.
     elapsed: u64,
     len: usize,
-    /// Histograms for the earliest slot of levels `1..=HIST_MAX_LEVEL` (index `level - 1`).
-    hists: Vec<SlotHistogram>,
-    min_cache: MinCache,
+    /// Per level, the tracked slot (see [`Tracked`]).
+    tracked: [Tracked; LEVELS],
+    overdue_min: MinCache,
 }
 
 impl Default for TimerWheel {
@@ -486,6 +558,7 @@ impl TimerWheel {
                 when: 0,
                 prev: i,
                 next: i,
+                list: i,
             })
             .collect();
         TimerWheel {
@@ -496,8 +569,8 @@ impl TimerWheel {
             level_mask: 0,
             elapsed: encode_time(now_ms),
             len: 0,
-            hists: Vec::new(),
-            min_cache: MinCache::INVALID,
+            tracked: [const { Tracked::NONE }; LEVELS],
+            overdue_min: MinCache::INVALID,
         }
     }
 
@@ -539,19 +612,16 @@ impl TimerWheel {
 
     /// Approximate heap bytes held (nodes, index, histograms).
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.index.bytes()
-            + self
-                .hists
-                .iter()
-                .map(|h| {
-                    h.set.counts.capacity() * 4
-                        + h.set.bits.iter().map(|b| b.len() * 8).sum::<usize>()
-                })
-                .sum::<usize>()
+        let hists: usize = self
+            .tracked
+            .iter()
+            .filter_map(|t| t.hist.as_ref())
+            .map(CountSet::bytes)
+            .sum();
+        self.nodes.capacity() * std::mem::size_of::<Node>() + self.index.bytes() + hists
     }
 
-    /// Which list a key with encoded deadline `when` belongs to right now.
+    /// The list a key with encoded deadline `when` is settled on right now.
     #[inline]
     fn list_of(&self, when: u64) -> u32 {
         if when <= self.elapsed {
@@ -562,33 +632,97 @@ impl TimerWheel {
         }
     }
 
+    #[inline]
+    fn is_tracked(&self, list: u32) -> bool {
+        list != OVERDUE && self.tracked[list as usize / SLOTS].list == list
+    }
+
     /// Schedules `key` for `deadline_ms`, replacing any earlier deadline of the key. A
     /// deadline at or before the current time fires on the next `advance`. O(1).
+    ///
+    /// Moving a deadline later (a heartbeat) usually touches only the key's own node: the
+    /// key stays on its slot, which is earlier than the new deadline, and is moved once when
+    /// `advance` (or `next_deadline`) reaches that slot, instead of on every heartbeat.
     #[inline]
     pub fn schedule(&mut self, key: u64, deadline_ms: i64) {
         let when = encode_time(deadline_ms);
-        let new_list = self.list_of(when);
-        if let Some(n) = self.index.get(key) {
-            let old = self.nodes[n as usize].when;
-            let old_list = self.list_of(old);
-            if old_list == new_list {
-                // Same slot: a heartbeat that moves the deadline by less than the slot
-                // width (common on levels >= 2) costs no relinking at all.
-                if old != when {
-                    self.note_remove(old_list, old);
-                    self.nodes[n as usize].when = when;
-                    self.note_add(new_list, when);
-                }
-                return;
-            }
-            self.unlink(old_list, n);
-            self.nodes[n as usize].when = when;
-            self.link(new_list, n);
-        } else {
+        let Some(n) = self.index.get(key) else {
             let n = self.alloc(key, when);
             self.index.insert(key, n, self.len);
             self.len += 1;
+            let list = self.list_of(when);
+            self.link(list, n);
+            return;
+        };
+        let Node {
+            when: old, list, ..
+        } = self.nodes[n as usize];
+        if when == old {
+            return;
+        }
+        // Staying put is correct when the slot still starts no later than the deadline:
+        // true if the deadline moved later (the slot started no later than the old one) or
+        // stays inside the slot. Not on the overdue list (everything there fires next) and
+        // not on a tracked slot (its exact minimum must stay exact).
+        if list != OVERDUE && !self.is_tracked(list) && (when > old || self.list_of(when) == list) {
+            self.nodes[n as usize].when = when;
+            return;
+        }
+        let new_list = self.list_of(when);
+        if new_list == list {
+            self.note_remove(list, old);
+            self.nodes[n as usize].when = when;
+            self.note_add(list, when);
+        } else {
+            self.unlink(n);
+            self.nodes[n as usize].when = when;
             self.link(new_list, n);
+        }
+    }
+
+    /// Schedules `keys[i]` at `deadlines.get(i)` for every `i`, in order: the same as
+    /// calling [`schedule`](Self::schedule) in a loop (a repeated key keeps its last
+    /// deadline), but faster for keys in random order.
+    ///
+    /// Why: at a million keys a reschedule is memory-bound, and the key's index entry and
+    /// its node are dependent cache misses. Looping over `schedule` pays them one after
+    /// the other; here the loop prefetches them a few keys ahead, in two stages (the index
+    /// entry, then the node it names), so the misses of consecutive keys overlap.
+    pub fn schedule_many(&mut self, keys: &[u64], deadlines: Deadlines<'_>) {
+        if let Deadlines::Each(ds) = deadlines {
+            assert_eq!(ds.len(), keys.len(), "one deadline per key");
+        }
+        // Distances (in keys) of the two stages: far enough apart for a miss to resolve,
+        // close enough that the lines are still cached when used.
+        const INDEX_AHEAD: usize = 16;
+        const NODE_AHEAD: usize = 8;
+        for i in 0..keys.len() {
+            if let Some(&k) = keys.get(i + INDEX_AHEAD) {
+                self.prefetch_index(k);
+            }
+            if let Some(&k) = keys.get(i + NODE_AHEAD) {
+                self.prefetch_node(k);
+            }
+            self.schedule(keys[i], deadlines.get(i));
+        }
+    }
+
+    /// Prefetch hint for a batch caller that will touch `key` soon: its index entry.
+    #[inline]
+    pub(crate) fn prefetch_index(&self, key: u64) {
+        if key < self.index.direct.len() as u64 {
+            prefetch(&self.index.direct[key as usize]);
+        }
+    }
+
+    /// Prefetch hint, second stage: the node of `key` (reads the index entry).
+    #[inline]
+    pub(crate) fn prefetch_node(&self, key: u64) {
+        if key < self.index.direct.len() as u64 {
+            let n = self.index.direct[key as usize];
+            if n != NIL {
+                prefetch(&self.nodes[n as usize]);
+            }
         }
     }
 
@@ -597,8 +731,7 @@ impl TimerWheel {
     pub fn cancel(&mut self, key: u64) -> bool {
         match self.index.remove(key) {
             Some(n) => {
-                let list = self.list_of(self.nodes[n as usize].when);
-                self.unlink(list, n);
+                self.unlink(n);
                 self.release(n);
                 self.len -= 1;
                 true
@@ -610,10 +743,10 @@ impl TimerWheel {
     /// Moves time to `now_ms` and appends every key with deadline `<= now_ms` to `out`,
     /// ordered by `(deadline, key)`, removing them from the wheel.
     ///
-    /// Cost: O(1) when nothing is due (a bitmap lookup), otherwise O(expired + cascaded +
-    /// levels crossed), plus sorting keys that share a deadline. Each key cascades at most
-    /// once per level over its lifetime, and a key rescheduled before its slot is reached
-    /// (a live member heartbeating) never cascades at all.
+    /// Cost: O(1) when nothing is due (a bitmap lookup), otherwise O(expired + moved +
+    /// levels crossed), plus sorting keys that share a deadline. A key moves at most once
+    /// per level between two reschedules, and a key rescheduled before its slot is reached
+    /// (a live member heartbeating) moves once per slot reached, not once per heartbeat.
     pub fn advance(&mut self, now_ms: i64, out: &mut Vec<Fired>) -> Result<(), TimeWentBackwards> {
         let now = encode_time(now_ms);
         if now < self.elapsed {
@@ -651,14 +784,21 @@ impl TimerWheel {
             if start > now {
                 break;
             }
-            // Every key before `start` has been handled, so time may jump to it; keys of
-            // this slot then either are due exactly at `start` or belong to lower levels.
+            // Nothing is due before `start` (this is the earliest slot), so time may jump
+            // to it; the slot's keys are then due exactly at `start`, or belong later.
             self.elapsed = start;
             let list = list_id(level, slot);
             let first = out.len();
             let mut n = self.detach(list);
             while n != list {
                 let node = self.nodes[n as usize];
+                debug_assert!(
+                    node.when >= start,
+                    "key {} (deadline {}) sat on a slot starting after it: {}",
+                    node.key,
+                    decode_time(node.when),
+                    self.debug_state()
+                );
                 if node.when == start {
                     out.push(Fired {
                         deadline_ms: decode_time(start),
@@ -668,14 +808,8 @@ impl TimerWheel {
                     self.release(n);
                     self.len -= 1;
                 } else {
-                    let lower = self.list_of(node.when);
-                    debug_assert!(
-                        (lower as usize) < level * SLOTS,
-                        "cascade from level {level} did not go down (key {}): {}",
-                        node.key,
-                        self.debug_state()
-                    );
-                    self.link(lower, n);
+                    let dest = self.list_of(node.when);
+                    self.link(dest, n);
                 }
                 n = node.next;
             }
@@ -688,66 +822,103 @@ impl TimerWheel {
 
     /// The earliest scheduled deadline, exactly.
     ///
-    /// O(1) when it lies on level 0 (within 64 ms of now) or is already known; otherwise
-    /// the first call after the earliest slot changed builds that slot's histogram in one
-    /// pass, after which schedules and cancels keep it exact at O(1) each.
+    /// O(1) when the earliest slot is already tracked. Otherwise the first call settles
+    /// that slot (moves its lazy keys to where their deadlines are, work their heartbeats
+    /// deferred) and builds its exact-minimum structure in one pass; from then on schedules
+    /// and cancels keep it exact at O(1) each, so a coordinator may call this after every
+    /// event.
     pub fn next_deadline(&mut self) -> Option<i64> {
         if self.nodes[OVERDUE as usize].next != OVERDUE {
-            return Some(decode_time(self.cached_min(OVERDUE)));
+            return Some(decode_time(self.overdue_minimum()));
         }
-        if self.level_mask == 0 {
-            return None;
-        }
-        let level = self.level_mask.trailing_zeros() as usize;
-        let slot = self.occupied[level].trailing_zeros() as usize;
-        let list = list_id(level, slot);
-        let start = slot_start(self.elapsed, level, slot);
-        let when = match level {
-            0 => start,
-            1..=HIST_MAX_LEVEL => {
-                let h = self.histogram(level, list, start);
-                let offset = h.set.min().expect("histogram of a non-empty slot");
-                h.base + offset as u64
+        loop {
+            if self.level_mask == 0 {
+                return None;
             }
-            _ => self.cached_min(list),
+            let level = self.level_mask.trailing_zeros() as usize;
+            let slot = self.occupied[level].trailing_zeros() as usize;
+            let list = list_id(level, slot);
+            if self.tracked[level].list != list && !self.track(level, list) {
+                continue; // every key on it was lazy and moved on: look again
+            }
+            let t = &self.tracked[level];
+            let when = match level {
+                0 => t.base,
+                1..=HIST_MAX_LEVEL => {
+                    let offset = t.hist.as_ref().and_then(CountSet::min);
+                    t.base + offset.expect("tracked slot is non-empty") as u64
+                }
+                _ => t.min,
+            };
+            return Some(decode_time(when));
+        }
+    }
+
+    /// Settles `list` (the earliest slot, on `level`) and makes it the level's tracked slot.
+    /// Returns false if no key was left on it.
+    fn track(&mut self, level: usize, list: u32) -> bool {
+        self.untrack(level);
+        let slot = list as usize % SLOTS;
+        let base = slot_start(self.elapsed, level, slot);
+        let mut min = u64::MAX;
+        let mut count = 0u32;
+        let mut hist = if (1..=HIST_MAX_LEVEL).contains(&level) {
+            Some(
+                self.tracked[level]
+                    .hist
+                    .take()
+                    .unwrap_or_else(|| CountSet::new(level)),
+            )
+        } else {
+            None
         };
-        Some(decode_time(when))
+        let mut n = self.nodes[list as usize].next;
+        while n != list {
+            let node = self.nodes[n as usize];
+            let dest = self.list_of(node.when);
+            if dest != list {
+                // A lazy key: move it where its deadline is (a later slot).
+                self.unlink(n);
+                self.link(dest, n);
+            } else if let Some(h) = hist.as_mut() {
+                h.add((node.when - base) as usize);
+            } else if node.when < min {
+                min = node.when;
+                count = 1;
+            } else if node.when == min {
+                count += 1;
+            }
+            n = node.next;
+        }
+        let non_empty = self.nodes[list as usize].next != list;
+        let t = &mut self.tracked[level];
+        t.hist = hist;
+        if non_empty {
+            t.list = list;
+            t.base = base;
+            t.min = min;
+            t.count = count;
+        }
+        non_empty
     }
 
-    /// The active histogram for `list` (a slot of `level`), built if needed.
-    fn histogram(&mut self, level: usize, list: u32, base: u64) -> &SlotHistogram {
-        while self.hists.len() < level {
-            let depth = self.hists.len() + 1;
-            self.hists.push(SlotHistogram {
-                list: NIL,
-                base: 0,
-                set: CountSet::new(depth),
-            });
-        }
-        if self.hists[level - 1].list != list {
-            let mut n = self.nodes[list as usize].next;
-            let h = &mut self.hists[level - 1];
-            if h.list != NIL {
-                h.set.clear();
+    fn untrack(&mut self, level: usize) {
+        let t = &mut self.tracked[level];
+        if t.list != NIL {
+            if let Some(h) = t.hist.as_mut() {
+                h.clear();
             }
-            h.list = list;
-            h.base = base;
-            while n != list {
-                let node = &self.nodes[n as usize];
-                h.set.add((node.when - base) as usize);
-                n = node.next;
-            }
+            t.list = NIL;
         }
-        &self.hists[level - 1]
     }
 
-    /// Exact minimum of `list` via the min cache (one scan when it is invalid).
-    fn cached_min(&mut self, list: u32) -> u64 {
-        if self.min_cache.list != list {
+    /// Exact minimum of the overdue list via its cache (one scan when it is invalid).
+    fn overdue_minimum(&mut self) -> u64 {
+        if !self.overdue_min.valid {
             let mut min = u64::MAX;
             let mut count = 0;
-            let mut n = self.nodes[list as usize].next;
-            while n != list {
+            let mut n = self.nodes[OVERDUE as usize].next;
+            while n != OVERDUE {
                 let node = &self.nodes[n as usize];
                 if node.when < min {
                     min = node.when;
@@ -757,10 +928,14 @@ impl TimerWheel {
                 }
                 n = node.next;
             }
-            debug_assert!(count > 0, "cached_min of empty list {list}");
-            self.min_cache = MinCache { list, min, count };
+            debug_assert!(count > 0, "minimum of an empty overdue list");
+            self.overdue_min = MinCache {
+                valid: true,
+                min,
+                count,
+            };
         }
-        self.min_cache.min
+        self.overdue_min.min
     }
 
     // --- intrusive lists -----------------------------------------------------------------
@@ -772,6 +947,7 @@ impl TimerWheel {
             when,
             prev: NIL,
             next: NIL,
+            list: NIL,
         };
         if self.free_head != NIL {
             let n = self.free_head;
@@ -793,6 +969,7 @@ impl TimerWheel {
     fn release(&mut self, n: u32) {
         let node = &mut self.nodes[n as usize];
         node.prev = FREE;
+        node.list = NIL;
         node.next = self.free_head;
         self.free_head = n;
     }
@@ -805,18 +982,24 @@ impl TimerWheel {
             self.occupied[level] |= 1 << slot;
             self.level_mask |= 1 << level;
         }
-        self.nodes[n as usize].prev = list;
-        self.nodes[n as usize].next = first;
+        let node = &mut self.nodes[n as usize];
+        node.prev = list;
+        node.next = first;
+        node.list = list;
+        let when = node.when;
         self.nodes[first as usize].prev = n;
         self.nodes[list as usize].next = n;
-        let when = self.nodes[n as usize].when;
         self.note_add(list, when);
     }
 
     #[inline]
-    fn unlink(&mut self, list: u32, n: u32) {
+    fn unlink(&mut self, n: u32) {
         let Node {
-            prev, next, when, ..
+            prev,
+            next,
+            when,
+            list,
+            ..
         } = self.nodes[n as usize];
         self.nodes[prev as usize].next = next;
         self.nodes[next as usize].prev = prev;
@@ -840,61 +1023,78 @@ impl TimerWheel {
 
     #[inline]
     fn on_list_emptied(&mut self, list: u32) {
-        if list != OVERDUE {
-            let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
-            self.occupied[level] &= !(1 << slot);
-            if self.occupied[level] == 0 {
-                self.level_mask &= !(1 << level);
-            }
-            if (1..=HIST_MAX_LEVEL).contains(&level) {
-                if let Some(h) = self.hists.get_mut(level - 1) {
-                    if h.list == list {
-                        h.set.clear();
-                        h.list = NIL;
-                    }
-                }
-            }
+        if list == OVERDUE {
+            self.overdue_min = MinCache::INVALID;
+            return;
         }
-        if self.min_cache.list == list {
-            self.min_cache = MinCache::INVALID;
+        let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
+        self.occupied[level] &= !(1 << slot);
+        if self.occupied[level] == 0 {
+            self.level_mask &= !(1 << level);
+        }
+        if self.tracked[level].list == list {
+            self.untrack(level);
         }
     }
 
-    /// Keeps the histogram / min cache of `list` (if any) in step with a key added to it.
+    /// Keeps the exact minimum of `list` (if it is tracked) in step with a settled key
+    /// added to it.
     #[inline]
     fn note_add(&mut self, list: u32, when: u64) {
-        let level = list as usize / SLOTS;
-        if (1..=HIST_MAX_LEVEL).contains(&level) {
-            if let Some(h) = self.hists.get_mut(level - 1) {
-                if h.list == list {
-                    h.set.add((when - h.base) as usize);
+        if list == OVERDUE {
+            let c = &mut self.overdue_min;
+            if c.valid {
+                if when < c.min {
+                    c.min = when;
+                    c.count = 1;
+                } else if when == c.min {
+                    c.count += 1;
                 }
             }
-        } else if self.min_cache.list == list {
-            let c = &mut self.min_cache;
-            if when < c.min {
-                c.min = when;
-                c.count = 1;
-            } else if when == c.min {
-                c.count += 1;
+            return;
+        }
+        let level = list as usize / SLOTS;
+        let t = &mut self.tracked[level];
+        if t.list != list {
+            return;
+        }
+        if let Some(h) = t.hist.as_mut() {
+            h.add((when - t.base) as usize);
+        } else if level > 0 {
+            if when < t.min {
+                t.min = when;
+                t.count = 1;
+            } else if when == t.min {
+                t.count += 1;
             }
         }
     }
 
-    /// Keeps the histogram / min cache of `list` (if any) in step with a key removed from it.
+    /// Keeps the exact minimum of `list` (if it is tracked) in step with a key removed
+    /// from it (the list is not empty afterwards).
     #[inline]
     fn note_remove(&mut self, list: u32, when: u64) {
-        let level = list as usize / SLOTS;
-        if (1..=HIST_MAX_LEVEL).contains(&level) {
-            if let Some(h) = self.hists.get_mut(level - 1) {
-                if h.list == list {
-                    h.set.remove((when - h.base) as usize);
-                }
+        if list == OVERDUE {
+            let c = &mut self.overdue_min;
+            if c.valid && when == c.min {
+                c.count -= 1;
+                c.valid = c.count > 0;
             }
-        } else if self.min_cache.list == list && when == self.min_cache.min {
-            self.min_cache.count -= 1;
-            if self.min_cache.count == 0 {
-                self.min_cache = MinCache::INVALID;
+            return;
+        }
+        let level = list as usize / SLOTS;
+        let t = &mut self.tracked[level];
+        if t.list != list {
+            return;
+        }
+        if let Some(h) = t.hist.as_mut() {
+            h.remove((when - t.base) as usize);
+        } else if level > 0 && when == t.min {
+            t.count -= 1;
+            if t.count == 0 {
+                // The minimum left; without a histogram the next one is unknown. Stop
+                // tracking; the next `next_deadline` settles and scans the slot again.
+                self.untrack(level);
             }
         }
     }
@@ -907,12 +1107,17 @@ impl TimerWheel {
             .filter(|&l| self.occupied[l] != 0)
             .map(|l| format!("L{l}={:#018x}", self.occupied[l]))
             .collect();
+        let tracked: Vec<String> = (0..LEVELS)
+            .filter(|&l| self.tracked[l].list != NIL)
+            .map(|l| format!("L{l}:{}", self.tracked[l].list as usize % SLOTS))
+            .collect();
         format!(
-            "TimerWheel {{ now_ms: {}, len: {}, level_mask: {:#06x}, occupied: [{}], overdue: {}, nodes: {} }}",
+            "TimerWheel {{ now_ms: {}, len: {}, level_mask: {:#06x}, occupied: [{}], tracked: [{}], overdue: {}, nodes: {} }}",
             self.now_ms(),
             self.len,
             self.level_mask,
             levels.join(" "),
+            tracked.join(" "),
             self.nodes[OVERDUE as usize].next != OVERDUE,
             self.nodes.len(),
         )
@@ -928,33 +1133,42 @@ impl TimerWheel {
             let mut prev = list;
             let mut n = self.nodes[list as usize].next;
             let mut multiset: HashMap<u64, u32> = HashMap::new();
+            let tracked = self.is_tracked(list);
             while n != list {
                 if (n as usize) < SENTINELS || n as usize >= self.nodes.len() {
                     return Err(format!("list {list}: bad link {n}; {}", state()));
                 }
                 let node = &self.nodes[n as usize];
-                if node.prev != prev {
+                let (key, deadline) = (node.key, decode_time(node.when));
+                if node.prev != prev || node.list != list {
                     return Err(format!(
-                        "list {list}: node {n} prev {} != {prev}; {}",
+                        "list {list}: node {n} has prev {} list {}; {}",
                         node.prev,
+                        node.list,
                         state()
                     ));
                 }
-                if self.list_of(node.when) != list {
-                    return Err(format!(
-                        "key {} (deadline {}) is on list {list}, belongs on {}; {}",
-                        node.key,
-                        decode_time(node.when),
-                        self.list_of(node.when),
-                        state()
-                    ));
+                if list == OVERDUE {
+                    if node.when > self.elapsed {
+                        return Err(format!(
+                            "key {key} (deadline {deadline}) on the overdue list is not due; {}",
+                            state()
+                        ));
+                    }
+                } else {
+                    let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
+                    if node.when < slot_start(self.elapsed, level, slot) {
+                        return Err(format!("key {key} (deadline {deadline}) sits on list {list} which starts after it; {}", state()));
+                    }
+                    if tracked && self.list_of(node.when) != list {
+                        return Err(format!(
+                            "key {key} (deadline {deadline}) is lazy on tracked list {list}; {}",
+                            state()
+                        ));
+                    }
                 }
-                if self.index.get(node.key) != Some(n) {
-                    return Err(format!(
-                        "key {} not indexed to node {n}; {}",
-                        node.key,
-                        state()
-                    ));
+                if self.index.get(key) != Some(n) {
+                    return Err(format!("key {key} not indexed to node {n}; {}", state()));
                 }
                 *multiset.entry(node.when).or_default() += 1;
                 count += 1;
@@ -968,58 +1182,84 @@ impl TimerWheel {
                 return Err(format!("list {list}: sentinel prev is wrong; {}", state()));
             }
             seen += count;
-            if list != OVERDUE {
-                let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
-                let bit = (self.occupied[level] >> slot) & 1 == 1;
-                if bit != (count > 0) {
+            let min = multiset.keys().min().copied();
+            if list == OVERDUE {
+                let c = &self.overdue_min;
+                if c.valid && (min != Some(c.min) || multiset.get(&c.min) != Some(&c.count)) {
+                    return Err(format!("overdue minimum cache is stale; {}", state()));
+                }
+                continue;
+            }
+            let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
+            let bit = (self.occupied[level] >> slot) & 1 == 1;
+            if bit != (count > 0) {
+                return Err(format!(
+                    "occupancy bit of list {list} is {bit} with {count} keys; {}",
+                    state()
+                ));
+            }
+            if count > 0 {
+                level_mask |= 1 << level;
+                if slot <= slot_for(self.elapsed, level) {
                     return Err(format!(
-                        "occupancy bit of list {list} is {bit} with {count} keys; {}",
+                        "occupied list {list} is not after the current time; {}",
                         state()
                     ));
                 }
-                if count > 0 {
-                    level_mask |= 1 << level;
+            }
+            if tracked {
+                let t = &self.tracked[level];
+                if count == 0 {
+                    return Err(format!("tracked list {list} is empty; {}", state()));
                 }
-                if (1..=HIST_MAX_LEVEL).contains(&level) {
-                    if let Some(h) = self.hists.get(level - 1).filter(|h| h.list == list) {
-                        if count == 0 {
-                            return Err(format!("histogram of empty list {list}; {}", state()));
-                        }
-                        let size = SLOTS.pow(level as u32);
-                        let mut total = 0usize;
-                        for offset in 0..size {
-                            let expected = multiset
-                                .get(&(h.base + offset as u64))
-                                .copied()
-                                .unwrap_or(0);
-                            if h.set.count(offset) != expected {
-                                return Err(format!(
-                                    "histogram of list {list} wrong at {offset}; {}",
-                                    state()
-                                ));
-                            }
-                            total += expected as usize;
-                        }
-                        if total != count {
+                if t.base != slot_start(self.elapsed, level, slot) {
+                    return Err(format!("tracked list {list} has a stale base; {}", state()));
+                }
+                if let Some(h) = t.hist.as_ref() {
+                    for (&when, &c) in &multiset {
+                        if h.count((when - t.base) as usize) != c {
                             return Err(format!(
-                                "histogram of list {list} misses keys; {}",
+                                "histogram of list {list} is wrong at {}; {}",
+                                decode_time(when),
                                 state()
                             ));
                         }
-                        let min = multiset.keys().min().copied();
-                        if h.set.min().map(|o| h.base + o as u64) != min {
-                            return Err(format!("histogram min of list {list} wrong; {}", state()));
-                        }
                     }
+                    if h.total() != count {
+                        return Err(format!(
+                            "histogram of list {list} holds extra keys; {}",
+                            state()
+                        ));
+                    }
+                    if h.min().map(|o| t.base + o as u64) != min {
+                        return Err(format!(
+                            "histogram minimum of list {list} is wrong; {}",
+                            state()
+                        ));
+                    }
+                } else if level > 0
+                    && (min != Some(t.min) || multiset.get(&t.min) != Some(&t.count))
+                {
+                    return Err(format!(
+                        "minimum of tracked list {list} is stale; {}",
+                        state()
+                    ));
                 }
             }
-            if self.min_cache.list == list {
-                let min = multiset.keys().min().copied();
-                if min != Some(self.min_cache.min)
-                    || multiset.get(&self.min_cache.min).copied() != Some(self.min_cache.count)
-                {
-                    return Err(format!("min cache of list {list} is stale; {}", state()));
-                }
+        }
+        for (level, t) in self.tracked.iter().enumerate() {
+            if t.list != NIL && t.list as usize / SLOTS != level {
+                return Err(format!(
+                    "level {level} tracks list {} of another level; {}",
+                    t.list,
+                    state()
+                ));
+            }
+            if t.list == NIL && t.hist.as_ref().is_some_and(|h| h.total() != 0) {
+                return Err(format!(
+                    "untracked histogram of level {level} is not clear; {}",
+                    state()
+                ));
             }
         }
         if level_mask != self.level_mask {
@@ -1344,6 +1584,46 @@ mod tests {
     }
 
     #[test]
+    fn later_deadlines_leave_the_key_in_place_until_its_slot_is_reached() {
+        let mut w = TimerWheel::new(0);
+        w.schedule(1, 45_000); // level 2
+        let list = w.nodes[w.index.get(1).unwrap() as usize].list;
+        for beat in 1..=14 {
+            w.schedule(1, 45_000 + beat * 3_000);
+            // Lazy: the node has not moved, only its deadline did.
+            assert_eq!(w.nodes[w.index.get(1).unwrap() as usize].list, list);
+            w.check_invariants().unwrap();
+        }
+        // Reaching the old slot moves the key instead of firing it.
+        assert_eq!(drain(&mut w, 44_999), vec![]);
+        assert_eq!(drain(&mut w, 86_999), vec![]);
+        assert_eq!(w.next_deadline(), Some(87_000));
+        assert_eq!(drain(&mut w, 87_000), vec![(87_000, 1)]);
+        // Moving earlier is never lazy.
+        w.schedule(2, 500_000);
+        w.schedule(2, 87_001);
+        assert_eq!(w.next_deadline(), Some(87_001));
+        assert_eq!(drain(&mut w, 87_001), vec![(87_001, 2)]);
+    }
+
+    #[test]
+    fn next_deadline_settles_lazy_slots_until_it_finds_the_minimum() {
+        let mut w = TimerWheel::new(0);
+        for k in 0..100u64 {
+            w.schedule(k, 10_000 + k as i64);
+        }
+        // Everybody moves far later except key 50: the earliest slot is mostly lazy keys.
+        for k in (0..100u64).filter(|&k| k != 50) {
+            w.schedule(k, 900_000 + k as i64);
+        }
+        assert_eq!(w.next_deadline(), Some(10_050));
+        w.check_invariants().unwrap();
+        assert!(w.cancel(50));
+        assert_eq!(w.next_deadline(), Some(900_000));
+        w.check_invariants().unwrap();
+    }
+
+    #[test]
     fn extreme_times() {
         let mut w = TimerWheel::new(i64::MIN);
         w.schedule(1, i64::MAX);
@@ -1413,7 +1693,10 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        // 512 cases by default; PROPTEST_CASES=100000 for a deeper run.
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512)
+        ))]
 
         #[test]
         fn wheel_matches_a_sorted_map(start in prop_oneof![Just(0i64), Just(i64::MIN), -1_000i64..1_000_000, Just(i64::MAX - 5_000)],

@@ -108,15 +108,22 @@ class MemberExpiry:
         now_ms: int,
         session_timeout_ms: int | Iterable[int],
     ) -> None:
-        # Validation order matches the Rust binding, so the first error reported is the same.
+        # Validation order matches the Rust binding, so the first error reported is the same:
+        # scalars, then both sequences taken whole, then their elements, then lengths.
         now = check_ms(now_ms, "now_ms")
         timeouts = ms_or_many(session_timeout_ms, "session_timeout_ms")
-        ms = [_str_arg(m, f"members[{i}]") for i, m in enumerate(seq_arg(members, "members"))]
-        n = len(ms)
+        member_items = list(seq_arg(members, "members"))
+        single: str | None
         if isinstance(groups, str):
-            gs = [groups] * n
+            single, group_items = groups, []
         else:
-            gs = [_str_arg(g, f"groups[{i}]") for i, g in enumerate(seq_arg(groups, "groups"))]
+            single, group_items = None, list(seq_arg(groups, "groups"))
+        ms = [_str_arg(m, f"members[{i}]") for i, m in enumerate(member_items)]
+        n = len(ms)
+        if single is not None:
+            gs = [single] * n
+        else:
+            gs = [_str_arg(g, f"groups[{i}]") for i, g in enumerate(group_items)]
             if len(gs) != n:
                 raise ValueError(f"groups has {len(gs)} elements but members has {n}")
         check_len(timeouts, "session_timeout_ms", n, "members")

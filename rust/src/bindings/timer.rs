@@ -19,7 +19,7 @@ use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::expiry::{self, ExpiryError, Kind, MemberExpiry};
-use crate::timer::{Fired, TimeWentBackwards, TimerWheel};
+use crate::timer::{Deadlines, Fired, TimeWentBackwards, TimerWheel};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimerWheelPy>()?;
@@ -155,6 +155,26 @@ fn to_ms(obj: &Bound<'_, PyAny>, arg: Arg<'_>) -> PyResult<i64> {
     }
 }
 
+/// How many elements ahead `for_each_item` prefetches objects.
+const ITEM_AHEAD: usize = 8;
+
+/// Starts loading the first two cache lines of a Python object (header and, for a short
+/// str, its characters): elements of a big batch are scattered over the heap, and their
+/// misses overlap only if requested ahead. A hint: never dereferences `p`.
+#[inline]
+fn prefetch_object(p: *mut ffi::PyObject) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch instructions never fault, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = p.cast::<i8>();
+        _mm_prefetch::<_MM_HINT_T0>(p);
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Calls `f(index, item)` for every element of a list, tuple or other iterable; lists and
 /// tuples are read by index with borrowed references (no iterator, no per-item refcount
 /// churn beyond the `Bound` handed to `f`). Returns the number of elements.
@@ -174,10 +194,21 @@ fn for_each_item<'py>(
         // Re-read the length every step: `f` may run Python code (`__index__`) that
         // changes the list, and PyList_GetItem is bounds-checked anyway.
         let mut i = 0;
-        while i < list.len() {
-            // SAFETY: `i` is in bounds; the borrowed item is turned into an owned Bound
-            // before any other Python code can run.
+        loop {
+            let len = list.len();
+            if i >= len {
+                return Ok(i);
+            }
+            // SAFETY: indices are checked against the current length; a borrowed item is
+            // turned into an owned Bound before any other Python code can run, and the one
+            // ahead is only prefetched (never dereferenced here).
             let item = unsafe {
+                if i + ITEM_AHEAD < len {
+                    prefetch_object(ffi::PyList_GetItem(
+                        list.as_ptr(),
+                        (i + ITEM_AHEAD) as ffi::Py_ssize_t,
+                    ));
+                }
                 let p = ffi::PyList_GetItem(list.as_ptr(), i as ffi::Py_ssize_t);
                 if p.is_null() {
                     return Err(PyErr::fetch(py));
@@ -187,13 +218,27 @@ fn for_each_item<'py>(
             f(i, &item)?;
             i += 1;
         }
-        return Ok(i);
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
-        for (i, item) in tuple.iter().enumerate() {
+        let len = tuple.len();
+        for i in 0..len {
+            // SAFETY: as for lists (a tuple cannot change length).
+            let item = unsafe {
+                if i + ITEM_AHEAD < len {
+                    prefetch_object(ffi::PyTuple_GetItem(
+                        tuple.as_ptr(),
+                        (i + ITEM_AHEAD) as ffi::Py_ssize_t,
+                    ));
+                }
+                let p = ffi::PyTuple_GetItem(tuple.as_ptr(), i as ffi::Py_ssize_t);
+                if p.is_null() {
+                    return Err(PyErr::fetch(py));
+                }
+                Bound::from_borrowed_ptr(py, p)
+            };
             f(i, &item)?;
         }
-        return Ok(tuple.len());
+        return Ok(len);
     }
     let iter = obj.try_iter().map_err(|_| {
         PyTypeError::new_err(format!("{what} must be a sequence, not {}", type_name(obj)))
@@ -218,7 +263,22 @@ fn int64_buffer(obj: &Bound<'_, PyAny>) -> PyResult<Option<Int64Buffer>> {
         return Ok(None);
     }
     let py = obj.py();
-    Ok(match ElementType::from_format(buf.format()) {
+    let element = ElementType::from_format(buf.format());
+    if !matches!(
+        element,
+        ElementType::SignedInteger { bytes: 8 } | ElementType::UnsignedInteger { bytes: 8 }
+    ) {
+        return Ok(None);
+    }
+    if buf.item_count() == 0 {
+        // An empty buffer may have a dangling, unaligned pointer: nothing to copy.
+        return Ok(Some(Int64Buffer::Signed(Vec::new())));
+    }
+    if buf.buf_ptr().align_offset(8) != 0 {
+        // A view at an odd offset (e.g. a cast slice of bytes): element by element instead.
+        return Ok(None);
+    }
+    Ok(match element {
         ElementType::SignedInteger { bytes: 8 } => {
             Some(Int64Buffer::Signed(buf.into_typed::<i64>()?.to_vec(py)?))
         }
@@ -334,6 +394,108 @@ impl MsArg {
             MsArg::Scalar(v) => *v,
             MsArg::PerItem(v) => v[i],
         }
+    }
+}
+
+/// `obj` as a list or tuple: itself if it is one, else a new list of its elements, so a
+/// generator has run to completion before any element is borrowed.
+fn as_list_or_tuple<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAny>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a sequence, not a single {}",
+            type_name(obj)
+        )));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return Ok(obj.clone());
+    }
+    let iter = obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!("{what} must be a sequence, not {}", type_name(obj)))
+    })?;
+    let list = PyList::empty(obj.py());
+    for item in iter {
+        list.append(item?)?;
+    }
+    Ok(list.into_any())
+}
+
+/// The UTF-8 of every str in a list or tuple, borrowed from the str objects themselves.
+///
+/// Soundness: the slices point into the str objects (CPython's UTF-8 cache, immutable once
+/// made), which the list or tuple keeps alive. They stay valid as long as the sequence is
+/// alive and unchanged, i.e. until Python code runs again; callers use them only before
+/// that (this build holds the GIL throughout: abi3 has no free-threaded variant). Strs
+/// with lone surrogates are encoded into bytes objects owned here.
+///
+/// Why not hold a reference per element: at a million members the str objects are spread
+/// over the heap, and the decref at the end of the batch is one more cache miss each.
+#[derive(Default)]
+struct StrBatch<'py> {
+    owned: Vec<Bound<'py, PyAny>>,
+    slices: Vec<(*const u8, usize)>,
+}
+
+impl<'py> StrBatch<'py> {
+    /// Reads `seq` (a list or tuple, see [`as_list_or_tuple`]).
+    fn read(&mut self, seq: &Bound<'py, PyAny>, what: &str) -> PyResult<()> {
+        let py = seq.py();
+        let is_list = seq.is_instance_of::<PyList>();
+        let len = seq.len()?;
+        self.slices.reserve(len);
+        // SAFETY: indices are below the length of a sequence no Python code can change
+        // while this runs; items are borrowed references kept alive by the sequence; the
+        // item ITEM_AHEAD positions on is only prefetched.
+        unsafe {
+            let get = |i: usize| {
+                if is_list {
+                    ffi::PyList_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
+                } else {
+                    ffi::PyTuple_GetItem(seq.as_ptr(), i as ffi::Py_ssize_t)
+                }
+            };
+            for i in 0..len {
+                if i + ITEM_AHEAD < len {
+                    prefetch_object(get(i + ITEM_AHEAD));
+                }
+                let p = get(i);
+                if p.is_null() {
+                    return Err(PyErr::fetch(py));
+                }
+                if ffi::PyUnicode_Check(p) == 0 {
+                    let item = Bound::from_borrowed_ptr(py, p);
+                    return Err(PyTypeError::new_err(format!(
+                        "{}[{i}] must be a str, not {}",
+                        what,
+                        type_name(&item)
+                    )));
+                }
+                let mut size: ffi::Py_ssize_t = 0;
+                let data = ffi::PyUnicode_AsUTF8AndSize(p, &mut size);
+                if !data.is_null() {
+                    self.slices.push((data.cast(), size as usize));
+                    continue;
+                }
+                // Not valid UTF-8 (lone surrogates): clear that error, encode with
+                // surrogatepass into an owned bytes object instead.
+                drop(PyErr::take(py));
+                let item = Bound::from_borrowed_ptr(py, p);
+                let bytes = utf8(&item, Arg::Item(what, i))?;
+                self.slices.push((bytes.ptr, bytes.len));
+                self.owned.push(bytes._owner);
+            }
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.slices.len()
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &[u8] {
+        let (p, len) = self.slices[i];
+        // SAFETY: see the type's documentation.
+        unsafe { std::slice::from_raw_parts(p, len) }
     }
 }
 
@@ -494,14 +656,11 @@ impl TimerWheelPy {
         let keys = keys_arg(keys, "keys")?;
         let deadlines = MsArg::parse(deadline_ms, "deadline_ms")?;
         deadlines.check_len("deadline_ms", keys.len(), "keys")?;
-        self.wheel.reserve(keys.len().min(1 << 16));
-        match deadlines {
-            MsArg::Scalar(d) => keys.iter().for_each(|&k| self.wheel.schedule(k, d)),
-            MsArg::PerItem(ds) => keys
-                .iter()
-                .zip(ds)
-                .for_each(|(&k, d)| self.wheel.schedule(k, d)),
-        }
+        let deadlines = match &deadlines {
+            MsArg::Scalar(d) => Deadlines::All(*d),
+            MsArg::PerItem(ds) => Deadlines::Each(ds),
+        };
+        self.wheel.schedule_many(&keys, deadlines);
         Ok(())
     }
 
@@ -746,34 +905,37 @@ impl MemberExpiryPy {
         now_ms: &Bound<'_, PyAny>,
         session_timeout_ms: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        // Everything that can run Python code (ints' `__index__`, iterating a generator)
+        // happens first; from `StrBatch::read` on, no Python code runs until the core call
+        // returns, which is what makes borrowing the str objects' UTF-8 sound.
         let now = to_ms(now_ms, Arg::Name("now_ms"))?;
         let timeouts = MsArg::parse(session_timeout_ms, "session_timeout_ms")?;
-        let mut ids: Vec<Utf8<'_>> = Vec::with_capacity(members.len().unwrap_or(0));
-        for_each_item(members, "members", |i, item| {
-            ids.push(utf8(item, Arg::Item("members", i))?);
-            Ok(())
-        })?;
-        let n = ids.len();
-        let single_group;
-        let mut group_ids: Vec<Utf8<'_>> = Vec::new();
-        if groups.is_instance_of::<PyString>() {
-            single_group = Some(utf8(groups, Arg::Name("groups"))?);
+        let members = as_list_or_tuple(members, "members")?;
+        let groups_arg = groups;
+        let groups = if groups.is_instance_of::<PyString>() {
+            None
         } else {
-            single_group = None;
-            group_ids.reserve(n);
-            for_each_item(groups, "groups", |i, item| {
-                group_ids.push(utf8(item, Arg::Item("groups", i))?);
-                Ok(())
-            })?;
-            if group_ids.len() != n {
+            Some(as_list_or_tuple(groups, "groups")?)
+        };
+        let single_group = match &groups {
+            None => Some(utf8(groups_arg, Arg::Name("groups"))?),
+            Some(_) => None,
+        };
+        let mut batch = StrBatch::default();
+        batch.read(&members, "members")?;
+        let n = batch.len();
+        let mut group_batch = StrBatch::default();
+        if let Some(gs) = &groups {
+            group_batch.read(gs, "groups")?;
+            if group_batch.len() != n {
                 return Err(PyValueError::new_err(format!(
                     "groups has {} elements but members has {n}",
-                    group_ids.len()
+                    group_batch.len()
                 )));
             }
         }
         timeouts.check_len("session_timeout_ms", n, "members")?;
-        let mut deadlines = Vec::with_capacity(n);
+        let mut items: Vec<(&[u8], &[u8], i64)> = Vec::with_capacity(n);
         for i in 0..n {
             let d = expiry::session_deadline(now, timeouts.get(i)).map_err(|e| {
                 PyValueError::new_err(match timeouts {
@@ -781,16 +943,13 @@ impl MemberExpiryPy {
                     MsArg::PerItem(_) => format!("session_timeout_ms[{i}]: {e}"),
                 })
             })?;
-            deadlines.push(d);
-        }
-        let items = ids.iter().zip(deadlines).enumerate().map(|(i, (m, d))| {
             let g = match &single_group {
                 Some(g) => g.bytes(),
-                None => group_ids[i].bytes(),
+                None => group_batch.get(i),
             };
-            (g, m.bytes(), d)
-        });
-        self.table.set_deadlines(Kind::Session, items);
+            items.push((g, batch.get(i), d));
+        }
+        self.table.set_deadlines(Kind::Session, &items);
         Ok(())
     }
 
