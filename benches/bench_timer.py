@@ -131,22 +131,45 @@ def last_heartbeat_deadline(phase: int) -> int:
     return phase * TICK_MS - HEARTBEAT_MS + SESSION_MS
 
 
-def wheel_before_storm(cls: Callable[..., Any], plan: Storm) -> Any:
+# Memory layout of the state the storm starts from. "arrival": members were first seen in
+# the order they heartbeat (they heartbeat at the phase they joined at, so join order and
+# arrival order agree), so each tick's batch walks the structures in allocation order.
+# "scattered": members were first seen in handle order, unrelated to arrival order, so
+# every heartbeat lands somewhere random in memory: the cache-hostile worst case.
+LAYOUTS = ("arrival", "scattered")
+
+
+def first_seen_order(plan: Storm, layout: str) -> list[tuple[int, int]]:
+    """(phase, index in that phase's batch) in the order members were first seen."""
+    pairs = [(p, i) for p in range(PHASES) for i in range(len(plan.keys[p]))]
+    if layout == "scattered":
+        pairs.sort(key=lambda pi: plan.keys[pi[0]][pi[1]])
+    return pairs
+
+
+def wheel_before_storm(cls: Callable[..., Any], plan: Storm, layout: str = "arrival") -> Any:
     wheel = cls(0)
-    for phase, ks in enumerate(plan.key_arrays):
-        wheel.schedule_many(ks, last_heartbeat_deadline(phase))
+    if layout == "arrival":
+        for phase, ks in enumerate(plan.key_arrays):
+            wheel.schedule_many(ks, last_heartbeat_deadline(phase))
+    else:
+        pairs = first_seen_order(plan, layout)
+        wheel.schedule_many(
+            array("Q", [plan.keys[p][i] for p, i in pairs]),
+            array("q", [last_heartbeat_deadline(p) for p, _ in pairs]),
+        )
     return wheel
 
 
-def table_before_storm(cls: Callable[..., Any], plan: Storm) -> Any:
+def table_before_storm(cls: Callable[..., Any], plan: Storm, layout: str = "arrival") -> Any:
     table = cls(0)
-    for phase in range(PHASES):
-        table.heartbeat_many(
-            plan.groups[phase],
-            plan.members[phase],
-            last_heartbeat_deadline(phase) - SESSION_MS,
-            SESSION_MS,
-        )
+    pairs = first_seen_order(plan, layout)
+    table.heartbeat_many(
+        [plan.groups[p][i] for p, i in pairs],
+        [plan.members[p][i] for p, i in pairs],
+        0,
+        array("q", [last_heartbeat_deadline(p) for p, _ in pairs]),
+    )
     return table
 
 
@@ -194,45 +217,51 @@ def table_storm_batch(table: Any, plan: Storm) -> None:
 # --- heartbeat storm --------------------------------------------------------------------------
 
 STORM_CASES = [
-    pytest.param("rust", "single", id="rust-single"),
-    pytest.param("rust", "batch", id="rust-batch"),
-    pytest.param("reference", "single", id="reference"),
+    pytest.param("rust", "single", "arrival", id="rust-single"),
+    pytest.param("rust", "batch", "arrival", id="rust-batch"),
+    pytest.param("reference", "single", "arrival", id="reference"),
+    pytest.param("rust", "batch", "scattered", id="rust-batch-scattered"),
+    pytest.param("reference", "single", "scattered", id="reference-scattered"),
 ]
 
 
-@pytest.mark.parametrize(("impl", "form"), STORM_CASES)
-def test_heartbeat_storm_wheel(benchmark: Any, scale: int, impl: str, form: str) -> None:
+@pytest.mark.parametrize(("impl", "form", "layout"), STORM_CASES)
+def test_heartbeat_storm_wheel(
+    benchmark: Any, scale: int, impl: str, form: str, layout: str
+) -> None:
     plan = storm_plan(scale)
     run = wheel_storm_batch if form == "batch" else wheel_storm_single
     rounds = 1 if impl == "reference" else 3
 
     def setup() -> tuple[tuple[Any, Storm], dict[str, Any]]:
         gc.collect()
-        return (wheel_before_storm(WHEELS[impl], plan), plan), {}
+        return (wheel_before_storm(WHEELS[impl], plan, layout), plan), {}
 
     benchmark.pedantic(run, setup=setup, rounds=rounds)
-    record(benchmark, f"wheel storm {impl}-{form}", plan.heartbeats)
+    record(benchmark, f"wheel storm {layout} {impl}-{form}", plan.heartbeats)
 
 
-@pytest.mark.parametrize(("impl", "form"), STORM_CASES)
-def test_heartbeat_storm_member_expiry(benchmark: Any, scale: int, impl: str, form: str) -> None:
+@pytest.mark.parametrize(("impl", "form", "layout"), STORM_CASES)
+def test_heartbeat_storm_member_expiry(
+    benchmark: Any, scale: int, impl: str, form: str, layout: str
+) -> None:
     plan = storm_plan(scale)
     run = table_storm_batch if form == "batch" else table_storm_single
     rounds = 1 if impl == "reference" else 3
 
     def setup() -> tuple[tuple[Any, Storm], dict[str, Any]]:
         gc.collect()
-        return (table_before_storm(TABLES[impl], plan), plan), {}
+        return (table_before_storm(TABLES[impl], plan, layout), plan), {}
 
     benchmark.pedantic(run, setup=setup, rounds=rounds)
-    record(benchmark, f"expiry storm {impl}-{form}", plan.heartbeats)
+    record(benchmark, f"expiry storm {layout} {impl}-{form}", plan.heartbeats)
 
 
 def test_next_deadline_during_storm(benchmark: Any, scale: int) -> None:
     """The coordinator asks for its next wake-up after every batch: this must stay cheap
     while heartbeats keep moving the earliest deadline (the earliest slot's histogram)."""
     plan = storm_plan(scale)
-    wheel = wheel_before_storm(groupcoord.TimerWheel, plan)
+    wheel = wheel_before_storm(groupcoord.TimerWheel, plan, "arrival")
     ticks = itertools.count(1)
 
     def one_tick() -> int | None:
@@ -400,17 +429,18 @@ def summary(request: pytest.FixtureRequest) -> Iterator[None]:
     write("")
     write("groupcoord timer benchmarks (min of rounds)")
     for kind in ("wheel storm", "expiry storm"):
-        ref = RESULTS.get(f"{kind} reference-single")
-        for form in ("rust-single", "rust-batch", "reference-single"):
-            got = RESULTS.get(f"{kind} {form}")
-            if got is None:
-                continue
-            seconds, ops = got
-            ratio = f"  {ref[0] / seconds:6.1f}x reference" if ref else ""
-            write(
-                f"  {kind:13} {form:17} {ops / seconds:14,.0f} heartbeats/s"
-                f"  {seconds / ops * 1e9:8.1f} ns/heartbeat{ratio}"
-            )
+        for layout in LAYOUTS:
+            ref = RESULTS.get(f"{kind} {layout} reference-single")
+            for form in ("rust-single", "rust-batch", "reference-single"):
+                got = RESULTS.get(f"{kind} {layout} {form}")
+                if got is None:
+                    continue
+                seconds, ops = got
+                ratio = f"  {ref[0] / seconds:6.1f}x reference" if ref else ""
+                write(
+                    f"  {kind:13} {layout:9} {form:17} {ops / seconds:14,.0f} heartbeats/s"
+                    f"  {seconds / ops * 1e9:8.1f} ns/heartbeat{ratio}"
+                )
     for name, (seconds, ops) in RESULTS.items():
         if "scan" in name or "advance" in name or "next_deadline" in name:
             write(f"  {name:40} {seconds / ops * 1e6:12.3f} us per call")
