@@ -16,9 +16,8 @@
 //! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
 use std::hash::Hasher;
+use std::sync::Arc;
 
 use crate::timer::{prefetch, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel};
 

@@ -4,9 +4,11 @@
 //!
 //! The design is Varghese & Lauck's hierarchical wheel ("Hashed and Hierarchical Timing
 //! Wheels", SOSP 1987) in the shape tokio uses (`tokio::runtime::time::wheel`): every level
-//! has 64 slots and an occupancy bitmap, a key lives in exactly one slot list (intrusive,
-//! doubly linked, so unlinking is O(1)), and the level of a deadline is read off the highest
-//! bit in which it differs from the wheel's current time. Kafka's `TimingWheel` /
+//! has 64 slots and an occupancy bitmap, a key lives in exactly one slot, and the level of a
+//! deadline is read off the highest bit in which it differs from the wheel's current time.
+//! A slot is an array of node indices in which each node knows its position (removal is a
+//! `swap_remove`, O(1)), rather than tokio's intrusive linked list: walking a slot then reads
+//! indices sequentially and prefetches nodes ahead instead of chasing pointers. Kafka's `TimingWheel` /
 //! `SystemTimer` is the same idea with per-level "current time" and a delay queue of buckets.
 //!
 //! Differences from tokio that this coordinator needs:
@@ -17,7 +19,13 @@
 //! - expired keys come out ordered by `(deadline, key)`, exactly once;
 //! - `next_deadline()` is exact (not a slot boundary), kept cheap by a per-level count
 //!   histogram of the earliest slot (see [`CountSet`]);
-//! - keys are arbitrary `u64`s, indexed directly when they are dense member handles.
+//! - keys are arbitrary `u64`s, indexed directly when they are dense member handles;
+//! - rescheduling a key to a *later* deadline (a heartbeat) leaves it on its current slot,
+//!   which is earlier than the new deadline: the key is moved once, when `advance` (or
+//!   `next_deadline`) reaches that slot, instead of once per heartbeat. A heartbeat then
+//!   writes one node and touches no list neighbours, which at a million members is the
+//!   difference between one cache miss and three (the idea of lazy timer cancellation,
+//!   applied to moves).
 //!
 //! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
 
@@ -38,26 +46,31 @@ pub const SLOTS: usize = 1 << SLOT_BITS;
 /// level 10 = the top 4 bits (only 16 of its slots can ever be used).
 pub const LEVELS: usize = 11;
 
-/// The tick: one millisecond. Deadlines are integer milliseconds, so a level-0 slot holds
-/// keys of exactly one deadline, which is what makes `(deadline, key)` ordering cheap.
+/// The tick: one millisecond. Deadlines are integer milliseconds, so the keys a level-0 slot
+/// fires all share one deadline, which is what makes `(deadline, key)` ordering cheap.
 pub const TICK_MS: i64 = 1;
 
 /// Deepest level whose earliest slot gets a count histogram for an exact `next_deadline`
-/// (level 3 = 262,144 one-millisecond counters, 1 MiB). Beyond it the slot is scanned once
-/// and its minimum cached, which is fine because such a slot is at least hours away.
+/// (level 3 = 262,144 one-millisecond counters, 1 MiB). Above it (slots 4.66 hours wide or
+/// more) the slot's minimum and its multiplicity are kept instead; when the last key at the
+/// minimum leaves, the next `next_deadline` rescans that slot once.
 const HIST_MAX_LEVEL: usize = 3;
 
-/// "No node" in the intrusive links and in the key index.
+/// "No node" / "no list" in the key index, the free list and the tracked slots.
 const NIL: u32 = u32::MAX;
-/// Marks a node on the free list (in `prev`), so invariant checks can tell.
+/// Marks a node on the free list (in `list`), so invariant checks can tell.
 const FREE: u32 = u32::MAX - 1;
 /// Lists `0 .. WHEEL_LISTS` are the wheel's slots: list id = `level * SLOTS + slot`.
 const WHEEL_LISTS: usize = LEVELS * SLOTS;
 /// One extra list for keys whose deadline is already due when scheduled.
 const OVERDUE: u32 = WHEEL_LISTS as u32;
-/// The first `SENTINELS` nodes are list heads (circular lists with a sentinel), so
-/// "the list became empty" is `prev == next == sentinel`, with no list id in the node.
-const SENTINELS: usize = WHEEL_LISTS + 1;
+/// Number of lists: the wheel's slots plus the overdue list.
+const LISTS: usize = WHEEL_LISTS + 1;
+/// How many keys ahead walks over a slot (and batch schedules) prefetch nodes.
+const NODE_AHEAD: usize = 8;
+/// A processed slot's array is kept for reuse only up to this capacity, so slots that once
+/// held a burst of keys do not pin that memory forever.
+const KEEP_CAPACITY: usize = 4096;
 
 // ---------------------------------------------------------------------------------------
 // Pure bit arithmetic. Everything the wheel knows about time is in these functions, and
@@ -445,17 +458,18 @@ impl MinCache {
 // The wheel.
 // ---------------------------------------------------------------------------------------
 
-/// One scheduled key, or a list sentinel, or a free node. 32 bytes.
+/// One scheduled key (or a free node). 24 bytes.
 #[derive(Clone, Copy)]
 struct Node {
     key: u64,
     /// Encoded deadline ([`encode_time`]).
     when: u64,
-    prev: u32,
-    next: u32,
-    /// The list the node is on. Not derivable from `when`, because a key whose deadline
-    /// moved later may stay on an earlier slot ("lazy" key, see [`TimerWheel::schedule`]).
+    /// The list the node is on (FREE when free). Not derivable from `when`, because a key
+    /// whose deadline moved later may stay on an earlier slot ("lazy" key, see
+    /// [`TimerWheel::schedule`]).
     list: u32,
+    /// Index of the node in its list's array (the next free node when free).
+    pos: u32,
 }
 
 /// Deadlines for [`TimerWheel::schedule_many`]: one for all keys, or one per key.
@@ -532,6 +546,11 @@ impl std::error::Error for TimeWentBackwards {}
 pub struct TimerWheel {
     nodes: Vec<Node>,
     free_head: u32,
+    /// Each slot (and the overdue list) is an array of node indices, unordered; a node knows
+    /// its position, so removal is a `swap_remove`. Arrays rather than intrusive linked
+    /// lists: walking a slot (`advance`, settling) reads indices sequentially and can
+    /// prefetch the nodes ahead, where a linked list is a chain of dependent cache misses.
+    lists: Vec<Vec<u32>>,
     index: KeyIndex,
     occupied: [u64; LEVELS],
     level_mask: u16,
@@ -552,18 +571,10 @@ impl Default for TimerWheel {
 impl TimerWheel {
     /// An empty wheel whose current time is `now_ms`.
     pub fn new(now_ms: i64) -> Self {
-        let nodes = (0..SENTINELS as u32)
-            .map(|i| Node {
-                key: 0,
-                when: 0,
-                prev: i,
-                next: i,
-                list: i,
-            })
-            .collect();
         TimerWheel {
-            nodes,
+            nodes: Vec::new(),
             free_head: NIL,
+            lists: (0..LISTS).map(|_| Vec::new()).collect(),
             index: KeyIndex::default(),
             occupied: [0; LEVELS],
             level_mask: 0,
@@ -618,7 +629,8 @@ impl TimerWheel {
             .filter_map(|t| t.hist.as_ref())
             .map(CountSet::bytes)
             .sum();
-        self.nodes.capacity() * std::mem::size_of::<Node>() + self.index.bytes() + hists
+        let lists: usize = self.lists.iter().map(|l| l.capacity() * 4).sum();
+        self.nodes.capacity() * std::mem::size_of::<Node>() + lists + self.index.bytes() + hists
     }
 
     /// The list a key with encoded deadline `when` is settled on right now.
@@ -695,7 +707,6 @@ impl TimerWheel {
         // Distances (in keys) of the two stages: far enough apart for a miss to resolve,
         // close enough that the lines are still cached when used.
         const INDEX_AHEAD: usize = 16;
-        const NODE_AHEAD: usize = 8;
         for i in 0..keys.len() {
             if let Some(&k) = keys.get(i + INDEX_AHEAD) {
                 self.prefetch_index(k);
@@ -756,10 +767,13 @@ impl TimerWheel {
             });
         }
         // Overdue keys are all earlier than anything in the wheel (<= old now < wheel keys).
-        if self.nodes[OVERDUE as usize].next != OVERDUE {
+        if !self.lists[OVERDUE as usize].is_empty() {
             let first = out.len();
-            let mut n = self.detach(OVERDUE);
-            while n != OVERDUE {
+            let due = self.detach(OVERDUE);
+            for (i, &n) in due.iter().enumerate() {
+                if let Some(&ahead) = due.get(i + NODE_AHEAD) {
+                    prefetch(&self.nodes[ahead as usize]);
+                }
                 let node = self.nodes[n as usize];
                 out.push(Fired {
                     deadline_ms: decode_time(node.when),
@@ -768,8 +782,8 @@ impl TimerWheel {
                 self.index.remove(node.key);
                 self.release(n);
                 self.len -= 1;
-                n = node.next;
             }
+            self.recycle(OVERDUE, due);
             out[first..].sort_unstable();
         }
         while self.level_mask != 0 {
@@ -789,8 +803,11 @@ impl TimerWheel {
             self.elapsed = start;
             let list = list_id(level, slot);
             let first = out.len();
-            let mut n = self.detach(list);
-            while n != list {
+            let keys = self.detach(list);
+            for (i, &n) in keys.iter().enumerate() {
+                if let Some(&ahead) = keys.get(i + NODE_AHEAD) {
+                    prefetch(&self.nodes[ahead as usize]);
+                }
                 let node = self.nodes[n as usize];
                 debug_assert!(
                     node.when >= start,
@@ -811,8 +828,8 @@ impl TimerWheel {
                     let dest = self.list_of(node.when);
                     self.link(dest, n);
                 }
-                n = node.next;
             }
+            self.recycle(list, keys);
             // All fired here share the deadline `start`.
             out[first..].sort_unstable_by_key(|f| f.key);
         }
@@ -828,7 +845,7 @@ impl TimerWheel {
     /// and cancels keep it exact at O(1) each, so a coordinator may call this after every
     /// event.
     pub fn next_deadline(&mut self) -> Option<i64> {
-        if self.nodes[OVERDUE as usize].next != OVERDUE {
+        if !self.lists[OVERDUE as usize].is_empty() {
             return Some(decode_time(self.overdue_minimum()));
         }
         loop {
@@ -872,25 +889,32 @@ impl TimerWheel {
         } else {
             None
         };
-        let mut n = self.nodes[list as usize].next;
-        while n != list {
-            let node = self.nodes[n as usize];
-            let dest = self.list_of(node.when);
+        // Moving a lazy key out swaps the list's last key into its position, so the index
+        // only advances past keys that stay.
+        let mut i = 0;
+        while let Some(&n) = self.lists[list as usize].get(i) {
+            if let Some(&ahead) = self.lists[list as usize].get(i + NODE_AHEAD) {
+                prefetch(&self.nodes[ahead as usize]);
+            }
+            let when = self.nodes[n as usize].when;
+            let dest = self.list_of(when);
             if dest != list {
                 // A lazy key: move it where its deadline is (a later slot).
                 self.unlink(n);
                 self.link(dest, n);
-            } else if let Some(h) = hist.as_mut() {
-                h.add((node.when - base) as usize);
-            } else if node.when < min {
-                min = node.when;
+                continue;
+            }
+            if let Some(h) = hist.as_mut() {
+                h.add((when - base) as usize);
+            } else if when < min {
+                min = when;
                 count = 1;
-            } else if node.when == min {
+            } else if when == min {
                 count += 1;
             }
-            n = node.next;
+            i += 1;
         }
-        let non_empty = self.nodes[list as usize].next != list;
+        let non_empty = !self.lists[list as usize].is_empty();
         let t = &mut self.tracked[level];
         t.hist = hist;
         if non_empty {
@@ -917,16 +941,14 @@ impl TimerWheel {
         if !self.overdue_min.valid {
             let mut min = u64::MAX;
             let mut count = 0;
-            let mut n = self.nodes[OVERDUE as usize].next;
-            while n != OVERDUE {
-                let node = &self.nodes[n as usize];
-                if node.when < min {
-                    min = node.when;
+            for &n in &self.lists[OVERDUE as usize] {
+                let when = self.nodes[n as usize].when;
+                if when < min {
+                    min = when;
                     count = 1;
-                } else if node.when == min {
+                } else if when == min {
                     count += 1;
                 }
-                n = node.next;
             }
             debug_assert!(count > 0, "minimum of an empty overdue list");
             self.overdue_min = MinCache {
@@ -938,28 +960,24 @@ impl TimerWheel {
         self.overdue_min.min
     }
 
-    // --- intrusive lists -----------------------------------------------------------------
+    // --- lists ---------------------------------------------------------------------------
 
     #[inline]
     fn alloc(&mut self, key: u64, when: u64) -> u32 {
         let node = Node {
             key,
             when,
-            prev: NIL,
-            next: NIL,
             list: NIL,
+            pos: 0,
         };
         if self.free_head != NIL {
             let n = self.free_head;
-            self.free_head = self.nodes[n as usize].next;
+            self.free_head = self.nodes[n as usize].pos;
             self.nodes[n as usize] = node;
             n
         } else {
             let n = self.nodes.len();
-            assert!(
-                n < FREE as usize,
-                "timer wheel is limited to 2^32 - 2 nodes"
-            );
+            assert!(n < FREE as usize, "timer wheel is limited to 2^32 - 2 keys");
             self.nodes.push(node);
             n as u32
         }
@@ -968,57 +986,62 @@ impl TimerWheel {
     #[inline]
     fn release(&mut self, n: u32) {
         let node = &mut self.nodes[n as usize];
-        node.prev = FREE;
-        node.list = NIL;
-        node.next = self.free_head;
+        node.list = FREE;
+        node.pos = self.free_head;
         self.free_head = n;
     }
 
     #[inline]
     fn link(&mut self, list: u32, n: u32) {
-        let first = self.nodes[list as usize].next;
-        if first == list && list != OVERDUE {
+        let keys = &mut self.lists[list as usize];
+        if keys.is_empty() && list != OVERDUE {
             let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
             self.occupied[level] |= 1 << slot;
             self.level_mask |= 1 << level;
         }
         let node = &mut self.nodes[n as usize];
-        node.prev = list;
-        node.next = first;
         node.list = list;
+        node.pos = keys.len() as u32;
+        keys.push(n);
         let when = node.when;
-        self.nodes[first as usize].prev = n;
-        self.nodes[list as usize].next = n;
         self.note_add(list, when);
     }
 
     #[inline]
     fn unlink(&mut self, n: u32) {
         let Node {
-            prev,
-            next,
-            when,
-            list,
-            ..
+            when, list, pos, ..
         } = self.nodes[n as usize];
-        self.nodes[prev as usize].next = next;
-        self.nodes[next as usize].prev = prev;
-        if prev == next && prev == list {
+        let keys = &mut self.lists[list as usize];
+        keys.swap_remove(pos as usize);
+        if let Some(&moved) = keys.get(pos as usize) {
+            self.nodes[moved as usize].pos = pos;
+        }
+        if keys.is_empty() {
+            if keys.capacity() > KEEP_CAPACITY {
+                *keys = Vec::new();
+            }
             self.on_list_emptied(list);
         } else {
             self.note_remove(list, when);
         }
     }
 
-    /// Takes the whole list off its sentinel (marking the slot empty) and returns its
-    /// first node; the chain still ends at the sentinel index `list`, so callers walk it
-    /// with `while n != list`, reading `next` before relinking a node elsewhere.
-    fn detach(&mut self, list: u32) -> u32 {
-        let first = self.nodes[list as usize].next;
-        self.nodes[list as usize].next = list;
-        self.nodes[list as usize].prev = list;
+    /// Takes a whole list (marking the slot empty) to be walked by the caller, who hands
+    /// the array back with [`recycle`](Self::recycle) once its keys are fired or moved.
+    fn detach(&mut self, list: u32) -> Vec<u32> {
+        let keys = std::mem::take(&mut self.lists[list as usize]);
         self.on_list_emptied(list);
-        first
+        keys
+    }
+
+    /// Returns a detached array for reuse by `list` (if still empty and not too big).
+    fn recycle(&mut self, list: u32, mut keys: Vec<u32>) {
+        let slot = &mut self.lists[list as usize];
+        if slot.capacity() == 0 && keys.capacity() <= KEEP_CAPACITY {
+            keys.clear();
+            *slot = keys;
+        }
     }
 
     #[inline]
@@ -1118,7 +1141,7 @@ impl TimerWheel {
             self.level_mask,
             levels.join(" "),
             tracked.join(" "),
-            self.nodes[OVERDUE as usize].next != OVERDUE,
+            !self.lists[OVERDUE as usize].is_empty(),
             self.nodes.len(),
         )
     }
@@ -1128,23 +1151,28 @@ impl TimerWheel {
         let state = || self.debug_state();
         let mut seen = 0usize;
         let mut level_mask = 0u16;
-        for list in 0..SENTINELS as u32 {
-            let mut count = 0usize;
-            let mut prev = list;
-            let mut n = self.nodes[list as usize].next;
+        let mut on_lists = vec![false; self.nodes.len()];
+        for list in 0..LISTS as u32 {
+            let keys = &self.lists[list as usize];
+            let count = keys.len();
             let mut multiset: HashMap<u64, u32> = HashMap::new();
             let tracked = self.is_tracked(list);
-            while n != list {
-                if (n as usize) < SENTINELS || n as usize >= self.nodes.len() {
-                    return Err(format!("list {list}: bad link {n}; {}", state()));
+            for (pos, &n) in keys.iter().enumerate() {
+                if n as usize >= self.nodes.len()
+                    || std::mem::replace(&mut on_lists[n as usize], true)
+                {
+                    return Err(format!(
+                        "list {list}: bad or repeated node {n}; {}",
+                        state()
+                    ));
                 }
                 let node = &self.nodes[n as usize];
                 let (key, deadline) = (node.key, decode_time(node.when));
-                if node.prev != prev || node.list != list {
+                if node.list != list || node.pos as usize != pos {
                     return Err(format!(
-                        "list {list}: node {n} has prev {} list {}; {}",
-                        node.prev,
+                        "list {list}: node {n} at {pos} says list {} pos {}; {}",
                         node.list,
+                        node.pos,
                         state()
                     ));
                 }
@@ -1158,7 +1186,10 @@ impl TimerWheel {
                 } else {
                     let (level, slot) = (list as usize / SLOTS, list as usize % SLOTS);
                     if node.when < slot_start(self.elapsed, level, slot) {
-                        return Err(format!("key {key} (deadline {deadline}) sits on list {list} which starts after it; {}", state()));
+                        return Err(format!(
+                            "key {key} (deadline {deadline}) sits on list {list} which starts after it; {}",
+                            state()
+                        ));
                     }
                     if tracked && self.list_of(node.when) != list {
                         return Err(format!(
@@ -1171,15 +1202,6 @@ impl TimerWheel {
                     return Err(format!("key {key} not indexed to node {n}; {}", state()));
                 }
                 *multiset.entry(node.when).or_default() += 1;
-                count += 1;
-                if count > self.nodes.len() {
-                    return Err(format!("list {list} has a cycle; {}", state()));
-                }
-                prev = n;
-                n = node.next;
-            }
-            if self.nodes[list as usize].prev != prev {
-                return Err(format!("list {list}: sentinel prev is wrong; {}", state()));
             }
             seen += count;
             let min = multiset.keys().min().copied();
@@ -1284,7 +1306,7 @@ impl TimerWheel {
         let mut free = 0usize;
         let mut n = self.free_head;
         while n != NIL {
-            if self.nodes[n as usize].prev != FREE {
+            if self.nodes[n as usize].list != FREE {
                 return Err(format!(
                     "node {n} on the free list is not marked free; {}",
                     state()
@@ -1294,11 +1316,11 @@ impl TimerWheel {
             if free > self.nodes.len() {
                 return Err(format!("free list has a cycle; {}", state()));
             }
-            n = self.nodes[n as usize].next;
+            n = self.nodes[n as usize].pos;
         }
-        if SENTINELS + self.len + free != self.nodes.len() {
+        if self.len + free != self.nodes.len() {
             return Err(format!(
-                "{} nodes = {SENTINELS} sentinels + {} live + {free} free does not add up; {}",
+                "{} nodes = {} live + {free} free does not add up; {}",
                 self.nodes.len(),
                 self.len,
                 state()
