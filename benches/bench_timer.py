@@ -23,6 +23,7 @@ prints a summary table with heartbeats/s, ns per heartbeat and the ratios to the
 from __future__ import annotations
 
 import gc
+import heapq
 import itertools
 import os
 import random
@@ -193,6 +194,33 @@ def wheel_storm_batch(wheel: Any, plan: Storm) -> None:
         schedule_many(plan.key_arrays[tick % PHASES], now + SESSION_MS)
 
 
+def bare_heap_before_storm(plan: Storm) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    deadlines = {k: last_heartbeat_deadline(p) for p, ks in enumerate(plan.keys) for k in ks}
+    heap = [(d, k) for k, d in deadlines.items()]
+    heapq.heapify(heap)
+    return deadlines, heap
+
+
+def bare_heap_storm(state: tuple[dict[int, int], list[tuple[int, int]]], plan: Storm) -> None:
+    """The floor for any Python timer queue: the reference's algorithm inlined into the
+    loop, with no method calls and no input validation (not a usable API)."""
+    deadlines, heap = state
+    push, pop = heapq.heappush, heapq.heappop
+    for tick in range(1, TICKS + 1):
+        now = tick * TICK_MS
+        while heap and heap[0][0] <= now:
+            d, k = pop(heap)
+            if deadlines.get(k) == d:
+                raise AssertionError("a live member expired")
+        deadline = now + SESSION_MS
+        for k in plan.keys[tick % PHASES]:
+            deadlines[k] = deadline
+            push(heap, (deadline, k))
+        if len(heap) > 2 * len(deadlines) + 64:
+            heap[:] = [(d, k) for k, d in deadlines.items()]
+            heapq.heapify(heap)
+
+
 def table_storm_single(table: Any, plan: Storm) -> None:
     heartbeat, expire = table.heartbeat, table.expire
     for tick in range(1, TICKS + 1):
@@ -239,6 +267,17 @@ def test_heartbeat_storm_wheel(
 
     benchmark.pedantic(run, setup=setup, rounds=rounds)
     record(benchmark, f"wheel storm {layout} {impl}-{form}", plan.heartbeats)
+
+
+def test_heartbeat_storm_wheel_bare_heapq(benchmark: Any, scale: int) -> None:
+    plan = storm_plan(scale)
+
+    def setup() -> tuple[tuple[Any, Storm], dict[str, Any]]:
+        gc.collect()
+        return (bare_heap_before_storm(plan), plan), {}
+
+    benchmark.pedantic(bare_heap_storm, setup=setup, rounds=1)
+    record(benchmark, "wheel storm arrival bare-heapq-inline", plan.heartbeats)
 
 
 @pytest.mark.parametrize(("impl", "form", "layout"), STORM_CASES)
@@ -431,7 +470,7 @@ def summary(request: pytest.FixtureRequest) -> Iterator[None]:
     for kind in ("wheel storm", "expiry storm"):
         for layout in LAYOUTS:
             ref = RESULTS.get(f"{kind} {layout} reference-single")
-            for form in ("rust-single", "rust-batch", "reference-single"):
+            for form in ("rust-single", "rust-batch", "reference-single", "bare-heapq-inline"):
                 got = RESULTS.get(f"{kind} {layout} {form}")
                 if got is None:
                     continue
@@ -441,6 +480,10 @@ def summary(request: pytest.FixtureRequest) -> Iterator[None]:
                     f"  {kind:13} {layout:9} {form:17} {ops / seconds:14,.0f} heartbeats/s"
                     f"  {seconds / ops * 1e9:8.1f} ns/heartbeat{ratio}"
                 )
+    bare = RESULTS.get("wheel storm arrival bare-heapq-inline")
+    batch = RESULTS.get("wheel storm arrival rust-batch")
+    if bare and batch:
+        write(f"  wheel storm: rust-batch is {bare[0] / batch[0]:.1f}x the bare inline heapq loop")
     for name, (seconds, ops) in RESULTS.items():
         if "scan" in name or "advance" in name or "next_deadline" in name:
             write(f"  {name:40} {seconds / ops * 1e6:12.3f} us per call")
