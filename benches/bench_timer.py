@@ -455,11 +455,29 @@ def test_memory_per_key(benchmark: Any, scale: int, impl: str) -> None:
         RESULTS[f"memory {impl}"] = (float(delta), scale)
 
 
+def noop_call_ns() -> float:
+    """Machine-speed calibration: the cost of calling an empty Python function (best of 5).
+    On shared hosts it drifts several-fold over minutes; printed so figures from different
+    runs can be compared."""
+
+    def noop(a: int, b: int) -> None:
+        return None
+
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        for i in range(100_000):
+            noop(i, 5)
+        best = min(best, time.perf_counter() - started)
+    return best / 100_000 * 1e9
+
+
 # --- summary ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module", autouse=True)
 def summary(request: pytest.FixtureRequest) -> Iterator[None]:
+    calibration_start = noop_call_ns()
     yield
     if not RESULTS:
         return
@@ -467,6 +485,10 @@ def summary(request: pytest.FixtureRequest) -> Iterator[None]:
     write = reporter.write_line if reporter is not None else print
     write("")
     write("groupcoord timer benchmarks (min of rounds)")
+    write(
+        f"  machine speed: an empty Python call took {calibration_start:.0f} ns at the start,"
+        f" {noop_call_ns():.0f} ns at the end"
+    )
     for kind in ("wheel storm", "expiry storm"):
         for layout in LAYOUTS:
             ref = RESULTS.get(f"{kind} {layout} reference-single")
