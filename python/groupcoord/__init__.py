@@ -1,5 +1,6 @@
 """groupcoord: Kafka consumer-group coordination for Python, with its hot path in Rust."""
 
+from groupcoord._core import JOIN, SESSION, SYNC, Expired, MemberExpiry, TimerWheel
 from groupcoord.assignors import (
     Assignor,
     CooperativeStickyAssignor,
@@ -11,13 +12,19 @@ from groupcoord.assignors import (
 from groupcoord.types import Assignment, Subscription, TopicPartition
 
 __all__ = [
+    "JOIN",
+    "SESSION",
+    "SYNC",
     "Assignment",
     "Assignor",
     "CooperativeStickyAssignor",
+    "Expired",
+    "MemberExpiry",
     "RangeAssignor",
     "RebalanceProtocol",
     "RoundRobinAssignor",
     "StickyAssignor",
     "Subscription",
+    "TimerWheel",
     "TopicPartition",
 ]

@@ -4,6 +4,8 @@
 pub mod assign;
 mod bindings;
 pub mod consumer_protocol;
+pub mod expiry;
+pub mod timer;
 
 use pyo3::prelude::*;
 

@@ -8,9 +8,12 @@ mod tuple_maker;
 
 use pyo3::prelude::*;
 
+mod timer;
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
+    timer::register(m)?;
     Ok(())
 }

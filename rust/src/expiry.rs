@@ -1,0 +1,1242 @@
+//! Member expiry table: for every (group, member) three independent deadlines — SESSION
+//! (no heartbeat within session.timeout.ms), JOIN (a pending member, KIP-394, or a member
+//! that has not rejoined within the rebalance timeout, KIP-62) and SYNC (no SyncGroup within
+//! the rebalance timeout) — on top of one [`TimerWheel`].
+//!
+//! Group and member ids are interned to dense handles, so the wheel's keys are dense too
+//! (`member_handle * 3 + kind`) and index its key table directly. A member's handle is
+//! released as soon as it has no pending deadline, and a group's as soon as it has no
+//! member; released handles are reused (free lists), so a coordinator that creates and
+//! removes millions of members over its life holds memory for the members it has now.
+//!
+//! Ids are opaque byte strings compared bytewise. The Python bindings pass UTF-8 (with
+//! `surrogatepass`, so every `str` round-trips), whose byte order is code point order, i.e.
+//! Python's `str` order: the tie-break below is the same as the reference's.
+//!
+//! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
+
+use std::collections::HashMap;
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use crate::timer::{prefetch, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel};
+
+/// The three deadlines a member can have. The discriminant is the wheel key offset and the
+/// tie-break order among kinds sharing a deadline (declaration order, not alphabetical).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// No heartbeat within the member's session timeout.
+    Session = 0,
+    /// A pending member that has not joined, or a member that has not rejoined within the
+    /// group's rebalance timeout.
+    Join = 1,
+    /// No SyncGroup within the rebalance timeout.
+    Sync = 2,
+}
+
+/// Number of kinds: the stride of member handles in the wheel's key space.
+const KINDS: u64 = 3;
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Session, Kind::Join, Kind::Sync];
+
+    /// The public name (`"session"`, `"join"`, `"sync"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Session => "session",
+            Kind::Join => "join",
+            Kind::Sync => "sync",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    #[inline]
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    #[inline]
+    const fn from_index(i: u64) -> Kind {
+        match i {
+            0 => Kind::Session,
+            1 => Kind::Join,
+            _ => Kind::Sync,
+        }
+    }
+}
+
+/// Wheel key of a member's deadline of `kind`.
+#[inline]
+pub const fn wheel_key(member: u32, kind: Kind) -> u64 {
+    member as u64 * KINDS + kind as u64
+}
+
+/// Inverse of [`wheel_key`].
+#[inline]
+pub const fn split_key(key: u64) -> (u32, Kind) {
+    ((key / KINDS) as u32, Kind::from_index(key % KINDS))
+}
+
+/// One missed deadline, as [`MemberExpiry::expire`] reports it. The ids are shared with
+/// the table (reference-counted), so reporting costs no string copies.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Expired {
+    pub group: Arc<[u8]>,
+    pub member: Arc<[u8]>,
+    pub kind: Kind,
+    pub deadline_ms: i64,
+}
+
+/// Why an operation was refused (nothing was changed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpiryError {
+    TimeWentBackwards(TimeWentBackwards),
+    /// A session timeout below zero.
+    NegativeTimeout {
+        timeout_ms: i64,
+    },
+    /// `now_ms + session_timeout_ms` does not fit in an i64.
+    DeadlineOverflow {
+        now_ms: i64,
+        timeout_ms: i64,
+    },
+}
+
+impl std::fmt::Display for ExpiryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpiryError::TimeWentBackwards(e) => e.fmt(f),
+            ExpiryError::NegativeTimeout { timeout_ms } => {
+                write!(f, "session_timeout_ms must be >= 0, got {timeout_ms}")
+            }
+            ExpiryError::DeadlineOverflow { now_ms, timeout_ms } => write!(
+                f,
+                "now_ms + session_timeout_ms overflows a signed 64-bit integer ({now_ms} + {timeout_ms})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ExpiryError {}
+
+/// The session deadline of a heartbeat at `now_ms`, validated.
+pub fn session_deadline(now_ms: i64, session_timeout_ms: i64) -> Result<i64, ExpiryError> {
+    if session_timeout_ms < 0 {
+        return Err(ExpiryError::NegativeTimeout {
+            timeout_ms: session_timeout_ms,
+        });
+    }
+    now_ms
+        .checked_add(session_timeout_ms)
+        .ok_or(ExpiryError::DeadlineOverflow {
+            now_ms,
+            timeout_ms: session_timeout_ms,
+        })
+}
+
+/// A group id as the key of the group index: stored inline when short (most group ids
+/// are), so a lookup compares bytes already in the map's bucket instead of following a
+/// pointer to a heap allocation, which at a million members is a cache miss per heartbeat.
+/// Hashes and compares exactly like `[u8]`, so the map is queried with plain slices.
+#[derive(Clone)]
+enum GroupKey {
+    Inline {
+        len: u8,
+        bytes: [u8; GroupKey::INLINE],
+    },
+    Heap(Arc<[u8]>),
+}
+
+impl GroupKey {
+    const INLINE: usize = 30;
+
+    fn new(name: &[u8]) -> Self {
+        if name.len() <= Self::INLINE {
+            let mut bytes = [0u8; Self::INLINE];
+            bytes[..name.len()].copy_from_slice(name);
+            GroupKey::Inline {
+                len: name.len() as u8,
+                bytes,
+            }
+        } else {
+            GroupKey::Heap(Arc::from(name))
+        }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            GroupKey::Inline { len, bytes } => &bytes[..*len as usize],
+            GroupKey::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for GroupKey {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for GroupKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for GroupKey {}
+
+impl std::hash::Hash for GroupKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+/// A group: its name and the handles of its members (for `remove_group`).
+struct Group {
+    name: Arc<[u8]>,
+    /// The name again, inline when short: what [`GroupMemo`] validates against.
+    key: GroupKey,
+    members: Vec<u32>,
+}
+
+/// A member with at least one pending deadline.
+struct Member {
+    /// Hash of `(group, id)`, as the intern table uses it.
+    hash: u64,
+    id: Arc<[u8]>,
+    group: u32,
+    /// Position of this member's handle in `groups[group].members`.
+    group_pos: u32,
+    /// Bit `kind as u8` set iff that deadline is scheduled in the wheel.
+    pending: u8,
+}
+
+#[inline]
+fn member_hash(group: u32, id: &[u8]) -> u64 {
+    let mut h = FastHasher::default();
+    h.write_u32(group);
+    h.write(id);
+    h.finish()
+}
+
+/// Open-addressing table (linear probing, load <= 1/2) from `(group, member id)` to member
+/// handle. A slot packs the high 32 bits of the hash (the tag) with `handle + 1` (0 =
+/// empty). The slot index is taken from the tag's top bits, so growing the table and
+/// backward-shift deletion never need to look at a member; a lookup touches a member only
+/// when the tag matches. Batch callers can compute the slot of an item ahead of time and
+/// prefetch it, which std's `HashMap` does not allow.
+#[derive(Default)]
+struct InternTable {
+    slots: Vec<u64>,
+    /// log2(slots.len()); 0 while empty.
+    bits: u32,
+    len: usize,
+}
+
+impl InternTable {
+    #[inline]
+    fn tag(hash: u64) -> u64 {
+        hash >> 32
+    }
+
+    #[inline]
+    fn home(&self, tag: u64) -> usize {
+        (tag >> (32 - self.bits)) as usize
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    /// The first slot a lookup of `hash` reads, for prefetching.
+    #[inline]
+    fn first_slot(&self, hash: u64) -> Option<&u64> {
+        if self.slots.is_empty() {
+            None
+        } else {
+            self.slots.get(self.home(Self::tag(hash)))
+        }
+    }
+
+    /// Finds the handle whose member satisfies `is_it`, among slots tagged like `hash`.
+    #[inline]
+    fn find(&self, hash: u64, mut is_it: impl FnMut(u32) -> bool) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let tag = Self::tag(hash);
+        let mut i = self.home(tag);
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                return None;
+            }
+            if slot >> 32 == tag {
+                let handle = (slot as u32) - 1;
+                if is_it(handle) {
+                    return Some(handle);
+                }
+            }
+            i = (i + 1) & self.mask();
+        }
+    }
+
+    fn insert(&mut self, hash: u64, handle: u32) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let tag = Self::tag(hash);
+        let mut i = self.home(tag);
+        while self.slots[i] != 0 {
+            i = (i + 1) & self.mask();
+        }
+        self.slots[i] = (tag << 32) | (u64::from(handle) + 1);
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let bits = (self.bits + 1).max(4);
+        assert!(bits <= 32, "intern table limited to 2^31 members");
+        let old = std::mem::replace(&mut self.slots, vec![0; 1 << bits]);
+        self.bits = bits;
+        for slot in old.into_iter().filter(|&s| s != 0) {
+            let mut i = self.home(slot >> 32);
+            while self.slots[i] != 0 {
+                i = (i + 1) & self.mask();
+            }
+            self.slots[i] = slot;
+        }
+    }
+
+    /// Removes `handle` (present, with hash `hash`), shifting later entries of its probe
+    /// run back so lookups never need tombstones.
+    fn remove(&mut self, hash: u64, handle: u32) {
+        let want = (Self::tag(hash) << 32) | (u64::from(handle) + 1);
+        let mut i = self.home(Self::tag(hash));
+        while self.slots[i] != want {
+            debug_assert_ne!(
+                self.slots[i], 0,
+                "removing handle {handle} not in the table"
+            );
+            i = (i + 1) & self.mask();
+        }
+        let mask = self.mask();
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        loop {
+            let slot = self.slots[j];
+            if slot == 0 {
+                break;
+            }
+            let home = self.home(slot >> 32);
+            // Move `slot` into the hole unless its home lies cyclically in (hole, j].
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = slot;
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.slots[hole] = 0;
+        self.len -= 1;
+    }
+}
+
+/// Which group a batch item names, remembered by the address of the caller's bytes.
+///
+/// Why: a heartbeat batch names its groups by the same few objects over and over (the
+/// bindings pass the UTF-8 inside each `str`). A direct-mapped array indexed by that
+/// address finds the handle with one access whose location is known in advance (so it can
+/// be prefetched), where a hash map lookup is two dependent misses. An entry is trusted
+/// without checking within the call that wrote it (`stamp`); from an earlier call it is
+/// checked against the group's inline name first, since the address may have been reused.
+#[derive(Default)]
+struct GroupMemo {
+    entries: Vec<MemoEntry>,
+    stamp: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct MemoEntry {
+    ptr: usize,
+    len: usize,
+    group: u32,
+    stamp: u32,
+}
+
+impl GroupMemo {
+    /// Starts a call: sizes the array for `groups` live groups and moves the stamp on.
+    fn begin(&mut self, groups: usize) {
+        let want = (4 * groups).clamp(256, 1 << 20).next_power_of_two();
+        if self.entries.len() < want {
+            self.entries = vec![MemoEntry::default(); want];
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.entries.fill(MemoEntry::default());
+            self.stamp = 1;
+        }
+    }
+
+    #[inline]
+    fn slot(&self, bytes: &[u8]) -> usize {
+        let bits = self.entries.len().trailing_zeros();
+        ((bytes.as_ptr() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    }
+}
+
+/// Per-(group, member) SESSION / JOIN / SYNC deadlines with interned ids.
+#[derive(Default)]
+pub struct MemberExpiry {
+    wheel: TimerWheel,
+    groups: Vec<Option<Group>>,
+    free_groups: Vec<u32>,
+    group_index: HashMap<GroupKey, u32, FastBuild>,
+    members: Vec<Option<Member>>,
+    free_members: Vec<u32>,
+    member_count: usize,
+    table: InternTable,
+    /// Scratch for `expire` and `set_deadlines`, kept to avoid allocations per call.
+    fired: Vec<Fired>,
+    resolved: Vec<(u32, u64)>,
+    memo: GroupMemo,
+}
+
+impl MemberExpiry {
+    /// An empty table whose current time is `now_ms`.
+    pub fn new(now_ms: i64) -> Self {
+        MemberExpiry {
+            wheel: TimerWheel::new(now_ms),
+            ..Default::default()
+        }
+    }
+
+    /// The current time: the last `now_ms` passed to [`expire`](Self::expire).
+    pub fn now_ms(&self) -> i64 {
+        self.wheel.now_ms()
+    }
+
+    /// Number of pending deadlines (each member has 0 to 3).
+    pub fn len(&self) -> usize {
+        self.wheel.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.wheel.is_empty()
+    }
+
+    /// Members with at least one pending deadline.
+    pub fn member_count(&self) -> usize {
+        self.member_count
+    }
+
+    /// Groups with at least one such member.
+    pub fn group_count(&self) -> usize {
+        self.group_index.len()
+    }
+
+    /// Member handle slots allocated (live + free): stays at the peak member count, however
+    /// many members come and go.
+    pub fn member_slots(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Group handle slots allocated (live + free).
+    pub fn group_slots(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// A heartbeat at `now_ms`: the SESSION deadline becomes `now_ms + session_timeout_ms`.
+    pub fn heartbeat(
+        &mut self,
+        group: &[u8],
+        member: &[u8],
+        now_ms: i64,
+        session_timeout_ms: i64,
+    ) -> Result<(), ExpiryError> {
+        let deadline = session_deadline(now_ms, session_timeout_ms)?;
+        self.set_deadline(group, member, Kind::Session, deadline);
+        Ok(())
+    }
+
+    /// Sets (or replaces) the member's deadline of `kind`. A deadline at or before the
+    /// current time fires on the next `expire`.
+    pub fn set_deadline(&mut self, group: &[u8], member: &[u8], kind: Kind, deadline_ms: i64) {
+        let g = self.intern_group(group);
+        let hash = member_hash(g, member);
+        let m = self.intern_member(g, member, hash);
+        self.schedule(m, kind, deadline_ms);
+    }
+
+    /// Sets the deadline of `kind` for many members at once, in order: `items` holds
+    /// `(group, member, deadline_ms)`; the same as `set_deadline` in a loop.
+    ///
+    /// Why a separate path: at a million members each item is a chain of dependent cache
+    /// misses (table slot, member record, id bytes, wheel index, wheel node). The loop first
+    /// resolves groups and hashes, then runs a few items ahead of itself prefetching each
+    /// stage, so the misses of consecutive items overlap. Consecutive items naming their
+    /// group by the same slice (same pointer and length, as the bindings produce for the
+    /// same `str` object) skip the group lookup.
+    pub fn set_deadlines(&mut self, kind: Kind, items: &[(&[u8], &[u8], i64)]) {
+        // Items are resolved (group handle, hash) a chunk at a time, just ahead of the
+        // main loop, so the id bytes hashed here are still in cache when compared there.
+        const CHUNK: usize = 256;
+        // Prefetch distances (in items) of the pipeline stages.
+        const SLOT_AHEAD: usize = 16;
+        const MEMBER_AHEAD: usize = 10;
+        const ID_AHEAD: usize = 5;
+        let mut resolved = std::mem::take(&mut self.resolved);
+        resolved.clear();
+        self.memo.begin(self.group_index.len() + 1);
+        for (i, &(_, member, deadline)) in items.iter().enumerate() {
+            if i + SLOT_AHEAD >= resolved.len() && resolved.len() < items.len() {
+                let (begin, end) = (resolved.len(), (resolved.len() + CHUNK).min(items.len()));
+                for j in begin..end {
+                    let (group, member, _) = items[j];
+                    // The ids are the caller's, wherever they live: start loading the
+                    // next ones (and their memo entries) while this one is hashed.
+                    if let Some(&(ahead_group, ahead, _)) = items.get(j + 4) {
+                        if let (Some(first), Some(last)) = (ahead.first(), ahead.last()) {
+                            prefetch(first);
+                            prefetch(last);
+                        }
+                        prefetch(&self.memo.entries[self.memo.slot(ahead_group)]);
+                    }
+                    let g = self.memo_group(group);
+                    resolved.push((g, member_hash(g, member)));
+                }
+            }
+            if let Some(&(_, hash)) = resolved.get(i + SLOT_AHEAD) {
+                if let Some(slot) = self.table.first_slot(hash) {
+                    prefetch(slot);
+                }
+            }
+            if let Some(&(_, hash)) = resolved.get(i + MEMBER_AHEAD) {
+                if let Some(m) = self.first_candidate(hash) {
+                    if let Some(rec) = self.members.get(m as usize) {
+                        prefetch(rec);
+                    }
+                    self.wheel.prefetch_index(wheel_key(m, kind));
+                }
+            }
+            if let Some(&(_, hash)) = resolved.get(i + ID_AHEAD) {
+                if let Some(m) = self.first_candidate(hash) {
+                    if let Some(Some(rec)) = self.members.get(m as usize) {
+                        // Both ends: an id usually spans two cache lines.
+                        if let (Some(first), Some(last)) = (rec.id.first(), rec.id.last()) {
+                            prefetch(first);
+                            prefetch(last);
+                        }
+                    }
+                    self.wheel.prefetch_node(wheel_key(m, kind));
+                }
+            }
+            let (g, hash) = resolved[i];
+            let m = self.intern_member(g, member, hash);
+            self.schedule(m, kind, deadline);
+        }
+        self.resolved = resolved;
+    }
+
+    /// The handle of `group` (interned if new), through the memo.
+    #[inline]
+    fn memo_group(&mut self, group: &[u8]) -> u32 {
+        let slot = self.memo.slot(group);
+        let e = self.memo.entries[slot];
+        if e.ptr == group.as_ptr() as usize && e.len == group.len() {
+            if e.stamp == self.memo.stamp {
+                return e.group;
+            }
+            let same = self.groups.get(e.group as usize).and_then(Option::as_ref);
+            if same.is_some_and(|g| g.key.as_bytes() == group) {
+                self.memo.entries[slot].stamp = self.memo.stamp;
+                return e.group;
+            }
+        }
+        let g = self.intern_group(group);
+        self.memo.entries[slot] = MemoEntry {
+            ptr: group.as_ptr() as usize,
+            len: group.len(),
+            group: g,
+            stamp: self.memo.stamp,
+        };
+        g
+    }
+
+    /// The handle in the first slot a lookup of `hash` probes, if its tag matches: what a
+    /// lookup is most likely to touch next (a prefetch hint only).
+    #[inline]
+    fn first_candidate(&self, hash: u64) -> Option<u32> {
+        let slot = *self.table.first_slot(hash)?;
+        (slot != 0 && slot >> 32 == InternTable::tag(hash)).then(|| (slot as u32) - 1)
+    }
+
+    /// The member's pending deadline of `kind`, if any.
+    pub fn deadline(&self, group: &[u8], member: &[u8], kind: Kind) -> Option<i64> {
+        let m = self.lookup(group, member)?;
+        self.wheel.deadline(wheel_key(m, kind))
+    }
+
+    /// Clears the member's deadline of `kind`, or all three with `None`. Returns whether a
+    /// deadline was pending.
+    pub fn clear(&mut self, group: &[u8], member: &[u8], kind: Option<Kind>) -> bool {
+        let Some(m) = self.lookup(group, member) else {
+            return false;
+        };
+        let kinds: &[Kind] = match kind {
+            Some(ref k) => std::slice::from_ref(k),
+            None => &Kind::ALL,
+        };
+        let mut cleared = false;
+        for &k in kinds {
+            cleared |= self.wheel.cancel(wheel_key(m, k));
+            self.member_mut(m).pending &= !k.bit();
+        }
+        if self.member_mut(m).pending == 0 {
+            self.release_member(m);
+        }
+        cleared
+    }
+
+    /// Drops every deadline of every member of `group`; returns how many members it had.
+    pub fn remove_group(&mut self, group: &[u8]) -> usize {
+        let Some(&g) = self.group_index.get(group) else {
+            return 0;
+        };
+        let entry = self.groups[g as usize]
+            .take()
+            .expect("indexed group is live");
+        self.group_index.remove(group);
+        self.free_groups.push(g);
+        for &m in &entry.members {
+            let member = self.members[m as usize]
+                .take()
+                .expect("group member is live");
+            for k in Kind::ALL {
+                if member.pending & k.bit() != 0 {
+                    self.wheel.cancel(wheel_key(m, k));
+                }
+            }
+            self.table.remove(member.hash, m);
+            self.free_members.push(m);
+            self.member_count -= 1;
+        }
+        entry.members.len()
+    }
+
+    /// The earliest pending deadline, exactly (see [`TimerWheel::next_deadline`]).
+    pub fn next_deadline(&mut self) -> Option<i64> {
+        self.wheel.next_deadline()
+    }
+
+    /// Moves time to `now_ms` and appends every deadline `<= now_ms` to `out`, ordered by
+    /// `(deadline_ms, group, member, kind)` (ids bytewise, kinds in declaration order),
+    /// removing them. Each kind is independent: an expired SESSION leaves JOIN and SYNC
+    /// pending. A member left with no deadline is forgotten (its handle is reused).
+    ///
+    /// Cost: the wheel's advance (O(1) if nothing is due) plus O(k log k) in the number k
+    /// of expirations sharing a deadline, for the tie-break.
+    pub fn expire(&mut self, now_ms: i64, out: &mut Vec<Expired>) -> Result<(), ExpiryError> {
+        let mut fired = std::mem::take(&mut self.fired);
+        fired.clear();
+        let result = self.wheel.advance(now_ms, &mut fired);
+        if let Err(e) = result {
+            self.fired = fired;
+            return Err(ExpiryError::TimeWentBackwards(e));
+        }
+        let first = out.len();
+        out.reserve(fired.len());
+        for f in &fired {
+            let (m, kind) = split_key(f.key);
+            let member = self.members[m as usize]
+                .as_ref()
+                .expect("fired member is live");
+            let group = self.groups[member.group as usize]
+                .as_ref()
+                .expect("member's group is live");
+            out.push(Expired {
+                group: group.name.clone(),
+                member: member.id.clone(),
+                kind,
+                deadline_ms: f.deadline_ms,
+            });
+        }
+        // The wheel orders ties by key (handle order, an accident of allocation); re-sort
+        // each run of equal deadlines by ids so the order is the documented one.
+        for run in out[first..].chunk_by_mut(|a, b| a.deadline_ms == b.deadline_ms) {
+            if run.len() > 1 {
+                run.sort_unstable_by(|a, b| {
+                    (&a.group, &a.member, a.kind).cmp(&(&b.group, &b.member, b.kind))
+                });
+            }
+        }
+        for f in &fired {
+            let (m, kind) = split_key(f.key);
+            let member = self.member_mut(m);
+            member.pending &= !kind.bit();
+            if member.pending == 0 {
+                self.release_member(m);
+            }
+        }
+        self.fired = fired;
+        Ok(())
+    }
+
+    // --- interning ---------------------------------------------------------------------------
+
+    fn lookup(&self, group: &[u8], member: &[u8]) -> Option<u32> {
+        let &g = self.group_index.get(group)?;
+        self.find_member(g, member, member_hash(g, member))
+    }
+
+    #[inline]
+    fn find_member(&self, g: u32, id: &[u8], hash: u64) -> Option<u32> {
+        let members = &self.members;
+        self.table.find(hash, |m| {
+            members[m as usize]
+                .as_ref()
+                .is_some_and(|rec| rec.hash == hash && rec.group == g && *rec.id == *id)
+        })
+    }
+
+    #[inline]
+    fn intern_group(&mut self, name: &[u8]) -> u32 {
+        if let Some(&g) = self.group_index.get(name) {
+            return g;
+        }
+        let key = GroupKey::new(name);
+        let group = Group {
+            name: Arc::from(name),
+            key: key.clone(),
+            members: Vec::new(),
+        };
+        let g = match self.free_groups.pop() {
+            Some(g) => {
+                self.groups[g as usize] = Some(group);
+                g
+            }
+            None => {
+                self.groups.push(Some(group));
+                u32::try_from(self.groups.len() - 1).expect("fewer than 2^32 groups")
+            }
+        };
+        self.group_index.insert(key, g);
+        g
+    }
+
+    #[inline]
+    fn intern_member(&mut self, g: u32, id: &[u8], hash: u64) -> u32 {
+        if let Some(m) = self.find_member(g, id, hash) {
+            return m;
+        }
+        let group = self.groups[g as usize]
+            .as_mut()
+            .expect("interned group is live");
+        let member = Member {
+            hash,
+            id: Arc::from(id),
+            group: g,
+            group_pos: u32::try_from(group.members.len()).expect("fewer than 2^32 members"),
+            pending: 0,
+        };
+        let m = match self.free_members.pop() {
+            Some(m) => {
+                self.members[m as usize] = Some(member);
+                m
+            }
+            None => {
+                self.members.push(Some(member));
+                // Handles are u32 and wheel keys `3 * handle + kind` fit a u64.
+                u32::try_from(self.members.len() - 1).expect("fewer than 2^32 members")
+            }
+        };
+        group.members.push(m);
+        self.table.insert(hash, m);
+        self.member_count += 1;
+        m
+    }
+
+    #[inline]
+    fn schedule(&mut self, m: u32, kind: Kind, deadline_ms: i64) {
+        self.member_mut(m).pending |= kind.bit();
+        self.wheel.schedule(wheel_key(m, kind), deadline_ms);
+    }
+
+    #[inline]
+    fn member_mut(&mut self, m: u32) -> &mut Member {
+        self.members[m as usize]
+            .as_mut()
+            .expect("member handle is live")
+    }
+
+    /// Forgets a member with no pending deadline, and its group if that was the last member.
+    fn release_member(&mut self, m: u32) {
+        let member = self.members[m as usize]
+            .take()
+            .expect("released member is live");
+        debug_assert_eq!(
+            member.pending, 0,
+            "releasing a member with pending deadlines"
+        );
+        self.table.remove(member.hash, m);
+        self.free_members.push(m);
+        self.member_count -= 1;
+        let g = member.group;
+        let group = self.groups[g as usize]
+            .as_mut()
+            .expect("member's group is live");
+        let pos = member.group_pos as usize;
+        group.members.swap_remove(pos);
+        if let Some(&moved) = group.members.get(pos) {
+            self.members[moved as usize]
+                .as_mut()
+                .expect("group member is live")
+                .group_pos = member.group_pos;
+        }
+        if group.members.is_empty() {
+            let group = self.groups[g as usize].take().expect("checked above");
+            self.group_index.remove(&group.name[..]);
+            self.free_groups.push(g);
+        }
+    }
+
+    // --- diagnostics -------------------------------------------------------------------------
+
+    pub fn debug_state(&self) -> String {
+        format!(
+            "MemberExpiry {{ groups: {} ({} slots), members: {} ({} slots), table: {}/{}, {} }}",
+            self.group_index.len(),
+            self.groups.len(),
+            self.member_count,
+            self.members.len(),
+            self.table.len,
+            self.table.slots.len(),
+            self.wheel.debug_state()
+        )
+    }
+
+    /// Checks every invariant linking the intern tables and the wheel; O(n). For tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.wheel.check_invariants()?;
+        let state = || self.debug_state();
+        let mut live_members = 0usize;
+        let mut pending_total = 0usize;
+        for (m, slot) in self.members.iter().enumerate() {
+            let Some(member) = slot else { continue };
+            live_members += 1;
+            let m = m as u32;
+            if member.pending == 0 {
+                return Err(format!(
+                    "member {m} is live with nothing pending; {}",
+                    state()
+                ));
+            }
+            for k in Kind::ALL {
+                let scheduled = self.wheel.contains(wheel_key(m, k));
+                if scheduled != (member.pending & k.bit() != 0) {
+                    return Err(format!(
+                        "member {m} pending bits disagree with the wheel for {k:?}; {}",
+                        state()
+                    ));
+                }
+                pending_total += usize::from(scheduled);
+            }
+            let Some(group) = self
+                .groups
+                .get(member.group as usize)
+                .and_then(Option::as_ref)
+            else {
+                return Err(format!("member {m} points at a dead group; {}", state()));
+            };
+            if group.members.get(member.group_pos as usize) != Some(&m) {
+                return Err(format!(
+                    "member {m} is not at its position in its group; {}",
+                    state()
+                ));
+            }
+            if member.hash != member_hash(member.group, &member.id) {
+                return Err(format!("member {m} has a stale hash; {}", state()));
+            }
+            if self.find_member(member.group, &member.id, member.hash) != Some(m) {
+                return Err(format!(
+                    "member {m} cannot be found through the table; {}",
+                    state()
+                ));
+            }
+        }
+        if live_members != self.member_count || live_members != self.table.len {
+            return Err(format!(
+                "member_count {}, table len {}, but {live_members} live; {}",
+                self.member_count,
+                self.table.len,
+                state()
+            ));
+        }
+        if self.table.slots.iter().filter(|&&s| s != 0).count() != self.table.len {
+            return Err(format!(
+                "table slot count disagrees with its len; {}",
+                state()
+            ));
+        }
+        if pending_total != self.wheel.len() {
+            return Err(format!("wheel holds keys of no member; {}", state()));
+        }
+        let mut live_groups = 0usize;
+        for (g, slot) in self.groups.iter().enumerate() {
+            let Some(group) = slot else { continue };
+            live_groups += 1;
+            if group.members.is_empty() {
+                return Err(format!("group {g} is live with no members; {}", state()));
+            }
+            if self.group_index.get(&group.name[..]) != Some(&(g as u32)) {
+                return Err(format!("group {g} is not indexed; {}", state()));
+            }
+            for &m in &group.members {
+                match &self.members[m as usize] {
+                    Some(member) if member.group == g as u32 => {}
+                    _ => {
+                        return Err(format!(
+                            "group {g} lists a member that is not its own; {}",
+                            state()
+                        ))
+                    }
+                }
+            }
+        }
+        if live_groups != self.group_index.len() {
+            return Err(format!(
+                "{live_groups} live groups, {} indexed; {}",
+                self.group_index.len(),
+                state()
+            ));
+        }
+        let free_ok = |free: &[u32], slots: usize, live: &dyn Fn(u32) -> bool| {
+            let mut seen = vec![false; slots];
+            free.iter().all(|&h| {
+                let fresh = !std::mem::replace(&mut seen[h as usize], true);
+                fresh && !live(h)
+            })
+        };
+        if !free_ok(&self.free_members, self.members.len(), &|m| {
+            self.members[m as usize].is_some()
+        }) || self.free_members.len() + live_members != self.members.len()
+        {
+            return Err(format!("member free list is inconsistent; {}", state()));
+        }
+        if !free_ok(&self.free_groups, self.groups.len(), &|g| {
+            self.groups[g as usize].is_some()
+        }) || self.free_groups.len() + live_groups != self.groups.len()
+        {
+            return Err(format!("group free list is inconsistent; {}", state()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn wheel_keys_round_trip_for_every_kind_and_boundary_handle() {
+        for m in [0u32, 1, 2, 3, 1 << 20, u32::MAX - 1, u32::MAX] {
+            for k in Kind::ALL {
+                assert_eq!(split_key(wheel_key(m, k)), (m, k));
+            }
+        }
+        // Dense: consecutive (handle, kind) pairs are consecutive keys.
+        let keys: Vec<u64> = (0..4u32)
+            .flat_map(|m| Kind::ALL.map(|k| wheel_key(m, k)))
+            .collect();
+        assert_eq!(keys, (0..12).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn kind_names_round_trip() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(Kind::from_name("SESSION"), None);
+        assert!(Kind::Session < Kind::Join && Kind::Join < Kind::Sync);
+    }
+
+    #[test]
+    fn session_deadline_validates() {
+        assert_eq!(session_deadline(5, 10), Ok(15));
+        assert_eq!(session_deadline(5, 0), Ok(5));
+        assert!(matches!(
+            session_deadline(5, -1),
+            Err(ExpiryError::NegativeTimeout { .. })
+        ));
+        assert!(matches!(
+            session_deadline(i64::MAX, 1),
+            Err(ExpiryError::DeadlineOverflow { .. })
+        ));
+    }
+
+    fn expire(t: &mut MemberExpiry, now: i64) -> Vec<(i64, String, String, Kind)> {
+        let mut out = Vec::new();
+        t.expire(now, &mut out).unwrap();
+        t.check_invariants().unwrap();
+        out.into_iter()
+            .map(|e| {
+                (
+                    e.deadline_ms,
+                    String::from_utf8(e.group.to_vec()).unwrap(),
+                    String::from_utf8(e.member.to_vec()).unwrap(),
+                    e.kind,
+                )
+            })
+            .collect()
+    }
+
+    fn s(x: &str) -> String {
+        x.to_string()
+    }
+
+    #[test]
+    fn kinds_are_independent_and_ties_break_by_ids_then_kind() {
+        let mut t = MemberExpiry::new(0);
+        t.heartbeat(b"g2", b"a", 0, 100).unwrap();
+        t.set_deadline(b"g1", b"b", Kind::Sync, 100);
+        t.set_deadline(b"g1", b"b", Kind::Join, 100);
+        t.heartbeat(b"g1", b"b", 0, 100).unwrap();
+        t.set_deadline(b"g1", b"a", Kind::Join, 50);
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.next_deadline(), Some(50));
+        assert_eq!(
+            expire(&mut t, 100),
+            vec![
+                (50, s("g1"), s("a"), Kind::Join),
+                (100, s("g1"), s("b"), Kind::Session),
+                (100, s("g1"), s("b"), Kind::Join),
+                (100, s("g1"), s("b"), Kind::Sync),
+                (100, s("g2"), s("a"), Kind::Session),
+            ]
+        );
+        assert!(t.is_empty());
+        assert_eq!((t.member_count(), t.group_count()), (0, 0));
+    }
+
+    #[test]
+    fn clear_and_remove_group() {
+        let mut t = MemberExpiry::new(0);
+        t.heartbeat(b"g", b"m1", 0, 10).unwrap();
+        t.set_deadline(b"g", b"m1", Kind::Join, 20);
+        t.heartbeat(b"g", b"m2", 0, 10).unwrap();
+        t.heartbeat(b"h", b"m1", 0, 10).unwrap();
+        assert!(t.clear(b"g", b"m1", Some(Kind::Session)));
+        assert!(!t.clear(b"g", b"m1", Some(Kind::Session)));
+        assert_eq!(t.deadline(b"g", b"m1", Kind::Join), Some(20));
+        assert_eq!(t.remove_group(b"g"), 2);
+        assert_eq!(t.remove_group(b"g"), 0);
+        t.check_invariants().unwrap();
+        assert_eq!(
+            expire(&mut t, 100),
+            vec![(10, s("h"), s("m1"), Kind::Session)]
+        );
+        assert!(!t.clear(b"nope", b"m", None));
+    }
+
+    #[test]
+    fn handles_are_reused_so_churn_does_not_grow_the_tables() {
+        let mut t = MemberExpiry::new(0);
+        let mut now = 0;
+        for round in 0..2_000u32 {
+            let group = format!("group-{round}");
+            for m in 0..10u32 {
+                let member = format!("member-{round}-{m}");
+                t.heartbeat(group.as_bytes(), member.as_bytes(), now, 1_000)
+                    .unwrap();
+            }
+            if round % 2 == 0 {
+                t.remove_group(group.as_bytes());
+            } else {
+                now += 1_000;
+                expire(&mut t, now);
+            }
+        }
+        t.check_invariants().unwrap();
+        assert!(t.member_slots() <= 20, "{} member slots", t.member_slots());
+        assert!(t.group_slots() <= 2, "{} group slots", t.group_slots());
+    }
+
+    #[test]
+    fn intern_table_survives_heavy_churn() {
+        // Many members, removed in an order unrelated to insertion: exercises probe runs,
+        // wrap-around and backward-shift deletion.
+        let mut t = MemberExpiry::new(0);
+        let mut live: Vec<(String, String)> = Vec::new();
+        let mut x = 12345u64;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..30 {
+            for i in 0..400 {
+                let (g, m) = (format!("g{}", rand() % 7), format!("m-{round}-{i}"));
+                t.heartbeat(g.as_bytes(), m.as_bytes(), 0, 1_000).unwrap();
+                live.push((g, m));
+            }
+            for _ in 0..300 {
+                let i = (rand() % live.len() as u64) as usize;
+                let (g, m) = live.swap_remove(i);
+                assert!(t.clear(g.as_bytes(), m.as_bytes(), None));
+            }
+            if round % 10 == 9 {
+                let g = format!("g{}", rand() % 7);
+                let before = live.len();
+                live.retain(|(lg, _)| *lg != g);
+                assert_eq!(t.remove_group(g.as_bytes()), before - live.len());
+            }
+            t.check_invariants().unwrap();
+            assert_eq!(t.member_count(), live.len());
+            for (g, m) in &live {
+                assert_eq!(
+                    t.deadline(g.as_bytes(), m.as_bytes(), Kind::Session),
+                    Some(1_000)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn batch_is_the_same_as_one_by_one() {
+        let ids: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
+        let mut a = MemberExpiry::new(0);
+        let mut b = MemberExpiry::new(0);
+        let g1 = b"g1".to_vec();
+        let items: Vec<(&[u8], &[u8], i64)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                (
+                    if i % 7 == 0 { &b"g2"[..] } else { &g1[..] },
+                    m.as_bytes(),
+                    100 + (i % 5) as i64,
+                )
+            })
+            .collect();
+        for &(g, m, d) in &items {
+            a.set_deadline(g, m, Kind::Session, d);
+        }
+        b.set_deadlines(Kind::Session, &items);
+        assert_eq!(expire(&mut a, 1_000), expire(&mut b, 1_000));
+    }
+
+    // --- model-based property test ---------------------------------------------------------
+
+    type Model = BTreeMap<(Vec<u8>, Vec<u8>, Kind), i64>;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Set(usize, usize, Kind, i64),
+        Clear(usize, usize, Option<Kind>),
+        RemoveGroup(usize),
+        Expire(i64),
+        NextDeadline,
+    }
+
+    const GROUPS: [&[u8]; 3] = [b"", b"g", b"\xc3\xa9t\xc3\xa9"];
+    const MEMBERS: [&[u8]; 4] = [
+        b"a",
+        b"b",
+        b"a-longer-member-id-0123456789",
+        b"\xed\xa0\x80",
+    ];
+
+    fn kind() -> impl Strategy<Value = Kind> {
+        prop_oneof![Just(Kind::Session), Just(Kind::Join), Just(Kind::Sync)]
+    }
+
+    fn offset() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            Just(0i64),
+            -50i64..0,
+            1i64..200,
+            (0u32..40).prop_map(|b| 1i64 << b)
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0..GROUPS.len(), 0..MEMBERS.len(), kind(), offset()).prop_map(|(g, m, k, o)| Op::Set(g, m, k, o)),
+            2 => (0..GROUPS.len(), 0..MEMBERS.len(), proptest::option::of(kind())).prop_map(|(g, m, k)| Op::Clear(g, m, k)),
+            1 => (0..GROUPS.len()).prop_map(Op::RemoveGroup),
+            3 => offset().prop_map(|o| Op::Expire(o.max(0))),
+            1 => Just(Op::NextDeadline),
+        ]
+    }
+
+    proptest! {
+        // 512 cases by default; PROPTEST_CASES=100000 for a deeper run.
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512)
+        ))]
+
+        #[test]
+        fn table_matches_a_sorted_map(ops in proptest::collection::vec(op(), 1..100)) {
+            let mut t = MemberExpiry::new(0);
+            let mut model = Model::new();
+            let mut now = 0i64;
+            for op in ops {
+                match op {
+                    Op::Set(g, m, k, o) => {
+                        t.set_deadline(GROUPS[g], MEMBERS[m], k, now + o);
+                        model.insert((GROUPS[g].to_vec(), MEMBERS[m].to_vec(), k), now + o);
+                    }
+                    Op::Clear(g, m, k) => {
+                        let before = model.len();
+                        model.retain(|(mg, mm, mk), _| {
+                            !(mg == GROUPS[g] && mm == MEMBERS[m] && k.is_none_or(|k| k == *mk))
+                        });
+                        prop_assert_eq!(t.clear(GROUPS[g], MEMBERS[m], k), model.len() < before);
+                    }
+                    Op::RemoveGroup(g) => {
+                        let mut members: Vec<&Vec<u8>> =
+                            model.keys().filter(|(mg, _, _)| mg == GROUPS[g]).map(|(_, m, _)| m).collect();
+                        members.dedup();
+                        let expected = members.len();
+                        model.retain(|(mg, _, _), _| mg != GROUPS[g]);
+                        prop_assert_eq!(t.remove_group(GROUPS[g]), expected);
+                    }
+                    Op::Expire(o) => {
+                        now += o;
+                        let mut expected: Vec<(i64, Vec<u8>, Vec<u8>, Kind)> = model
+                            .iter()
+                            .filter(|(_, &d)| d <= now)
+                            .map(|((g, m, k), &d)| (d, g.clone(), m.clone(), *k))
+                            .collect();
+                        expected.sort();
+                        model.retain(|_, d| *d > now);
+                        let mut out = Vec::new();
+                        t.expire(now, &mut out).unwrap();
+                        let got: Vec<(i64, Vec<u8>, Vec<u8>, Kind)> =
+                            out.into_iter().map(|e| (e.deadline_ms, e.group.to_vec(), e.member.to_vec(), e.kind)).collect();
+                        prop_assert_eq!(got, expected);
+                    }
+                    Op::NextDeadline => {
+                        prop_assert_eq!(t.next_deadline(), model.values().min().copied());
+                    }
+                }
+                prop_assert_eq!(t.len(), model.len());
+                if let Err(e) = t.check_invariants() {
+                    return Err(TestCaseError::fail(e));
+                }
+                for ((g, m, k), &d) in &model {
+                    prop_assert_eq!(t.deadline(g, m, *k), Some(d));
+                }
+            }
+        }
+    }
+}
