@@ -1,5 +1,30 @@
 """groupcoord: Kafka consumer-group coordination for Python, with its hot path in Rust."""
 
 from groupcoord._core import JOIN, SESSION, SYNC, Expired, MemberExpiry, TimerWheel
+from groupcoord.assignors import (
+    Assignor,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RebalanceProtocol,
+    RoundRobinAssignor,
+    StickyAssignor,
+)
+from groupcoord.types import Assignment, Subscription, TopicPartition
 
-__all__ = ["JOIN", "SESSION", "SYNC", "Expired", "MemberExpiry", "TimerWheel"]
+__all__ = [
+    "JOIN",
+    "SESSION",
+    "SYNC",
+    "Assignment",
+    "Assignor",
+    "CooperativeStickyAssignor",
+    "Expired",
+    "MemberExpiry",
+    "RangeAssignor",
+    "RebalanceProtocol",
+    "RoundRobinAssignor",
+    "StickyAssignor",
+    "Subscription",
+    "TimerWheel",
+    "TopicPartition",
+]

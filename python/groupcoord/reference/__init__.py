@@ -1,2 +1,6 @@
-"""Pure-Python implementations of the Rust hot paths: the oracle for tests, the baseline
-for benchmarks. Import the submodules (``groupcoord.reference.timer``, ...) directly."""
+"""Pure-Python implementations of every Rust hot path.
+
+They are the baseline the benchmarks beat and the oracle the tests compare the
+Rust core with, so they are written as a careful Python programmer would, not as
+straw men.
+"""

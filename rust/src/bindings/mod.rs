@@ -1,4 +1,10 @@
-//! PyO3 conversions between Python objects and the core algorithms.
+//! PyO3 conversions between Python objects and the core algorithms. Nothing here
+//! decides anything an algorithm decides; it only reads input and builds output.
+
+mod assign;
+mod assign_input;
+mod errors;
+mod tuple_maker;
 
 use pyo3::prelude::*;
 
@@ -6,6 +12,8 @@ mod timer;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
+    m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
     timer::register(m)?;
     Ok(())
 }

@@ -1,0 +1,179 @@
+"""The machinery every assignor shares: input checks, backend choice, result objects.
+
+An assignor is a name, an algorithm (``kind``, the same string in Rust and in the
+reference) and where it reads previous ownership from. ``backend="rust"`` runs the
+algorithm in ``groupcoord._core``; ``backend="python"`` runs the pure-Python
+reference in :mod:`groupcoord.reference.assign`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from enum import Enum
+from typing import ClassVar, Literal
+
+from groupcoord import _core
+from groupcoord.errors import InvalidAssignorInput, InvalidPayload
+from groupcoord.protocol import (
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    decode_subscription,
+    encode_assignment,
+)
+from groupcoord.reference import assign as reference
+from groupcoord.types import Assignment, Subscription, TopicPartition
+
+Backend = Literal["rust", "python"]
+
+#: ConsumerProtocolAssignment versions we write (Java writes up to 3).
+MAX_ASSIGNMENT_VERSION = 3
+
+
+class RebalanceProtocol(Enum):
+    """KIP-429: how members give up partitions during a rebalance."""
+
+    #: every member revokes everything before rejoining
+    EAGER = "EAGER"
+    #: members keep what they own; only partitions that move are revoked
+    COOPERATIVE = "COOPERATIVE"
+
+
+class Assignor:
+    """Base of the built-in assignors; see :mod:`groupcoord.assignors.builtin`."""
+
+    #: the protocol name members announce in JoinGroup
+    name: ClassVar[str]
+    #: the algorithm key understood by ``_core`` and by the reference
+    kind: ClassVar[str]
+    ownership: ClassVar[reference.OwnershipSource] = reference.OwnershipSource.NONE
+    #: rebalance protocols this assignor supports, preferred first (as Java's supportedProtocols)
+    supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+
+    def __init__(self, *, backend: Backend = "rust") -> None:
+        if backend not in ("rust", "python"):
+            raise ValueError(f"backend must be 'rust' or 'python', not {backend!r}")
+        self.backend: Backend = backend
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(backend={self.backend!r})"
+
+    def assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+    ) -> dict[str, Assignment]:
+        """Assign partitions to members; every member id of ``subscriptions`` is in the result.
+
+        Topics a member subscribes to that are missing from ``partitions_per_topic``
+        are skipped, as Kafka's assignors skip topics without metadata. Owned
+        partitions of unknown topics or out of range are ignored.
+        """
+        for member_id, sub in subscriptions.items():
+            if not isinstance(sub, Subscription):
+                raise InvalidAssignorInput(
+                    f"subscription of {member_id!r} must be a Subscription, "
+                    f"got {type(sub).__name__}"
+                )
+        if self.backend == "rust":
+            return _core.assign(
+                self.kind, partitions_per_topic, subscriptions, TopicPartition, Assignment
+            )
+        model = reference.build_model(
+            partitions_per_topic,
+            [self._member_input(member_id, sub) for member_id, sub in subscriptions.items()],
+        )
+        plan = _REFERENCE_ALGORITHMS[self.kind](model)
+        return {
+            model.member_ids[m]: Assignment(_to_topic_partitions(model, partitions))
+            for m, partitions in enumerate(plan)
+        }
+
+    def assign_encoded(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, bytes],
+        group_instance_ids: Mapping[str, str | None] | None = None,
+    ) -> dict[str, bytes]:
+        """The leader's hot path: JoinGroup subscription bytes in, SyncGroup assignment bytes out.
+
+        ``group_instance_ids`` (KIP-345) travel beside the subscription in JoinGroup,
+        not inside it; pass them so range and round-robin order static members as
+        Java does. Each assignment is written at ``min(3, that member's subscription version)``
+        so members on old protocol versions can read what they get. Malformed bytes
+        raise :class:`groupcoord.errors.InvalidPayload` naming the member.
+        """
+        for member_id, data in subscriptions.items():
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise InvalidAssignorInput(
+                    f"subscription of {member_id!r} must be bytes, got {type(data).__name__}"
+                )
+        if self.backend == "rust":
+            return _core.assign_encoded(
+                self.kind, partitions_per_topic, subscriptions, group_instance_ids
+            )
+        decoded: dict[str, Subscription] = {}
+        versions: dict[str, int] = {}
+        for member_id, data in subscriptions.items():
+            raw = bytes(data)
+            try:
+                sub = decode_subscription(raw)
+            except InvalidPayload as exc:
+                raise InvalidPayload(f"subscription of member {member_id!r}: {exc}") from exc
+            instance = (group_instance_ids or {}).get(member_id)
+            decoded[member_id] = replace(sub, group_instance_id=instance) if instance else sub
+            versions[member_id] = int.from_bytes(raw[:2], "big", signed=True)
+        assignments = self.assign(partitions_per_topic, decoded)
+        return {
+            member_id: encode_assignment(
+                assignment, min(MAX_ASSIGNMENT_VERSION, versions[member_id])
+            )
+            for member_id, assignment in assignments.items()
+        }
+
+    def _member_input(self, member_id: str, sub: Subscription) -> reference.MemberInput:
+        owned: tuple[tuple[str, int], ...] = ()
+        generation = -1
+        if self.ownership is reference.OwnershipSource.STICKY:
+            if sub.owned_partitions:
+                owned, generation = tuple(sub.owned_partitions), sub.generation_id
+            elif sub.user_data:
+                try:
+                    partitions, user_generation = decode_sticky_user_data(sub.user_data)
+                except InvalidPayload as exc:
+                    raise InvalidPayload(f"sticky user data of {member_id!r}: {exc}") from exc
+                owned = tuple(partitions)
+                generation = -1 if user_generation is None else user_generation
+        elif self.ownership is reference.OwnershipSource.COOPERATIVE:
+            owned, generation = tuple(sub.owned_partitions), sub.generation_id
+            if generation == -1 and sub.user_data:
+                try:
+                    generation = decode_cooperative_user_data(sub.user_data)
+                except InvalidPayload as exc:
+                    raise InvalidPayload(f"cooperative user data of {member_id!r}: {exc}") from exc
+        return reference.MemberInput(
+            member_id=member_id,
+            topics=sub.topics,
+            owned=owned,
+            generation=generation,
+            group_instance_id=sub.group_instance_id,
+        )
+
+
+def _to_topic_partitions(model: reference.GroupModel, dense: list[int]) -> list[TopicPartition]:
+    out: list[TopicPartition] = []
+    t = 0
+    offsets, names = model.offsets, model.topic_names
+    for p in dense:  # sorted, so the topic cursor only moves forward
+        while offsets[t + 1] <= p:
+            t += 1
+        out.append(TopicPartition(names[t], p - offsets[t]))
+    return out
+
+
+_REFERENCE_ALGORITHMS = {
+    "range": reference.assign_range,
+    "roundrobin": reference.assign_roundrobin,
+    "sticky": reference.assign_sticky,
+    "cooperative-sticky": reference.assign_cooperative_sticky,
+}

@@ -1,0 +1,27 @@
+"""Consumer-protocol payloads (Subscription/Assignment v0-v3, sticky and cooperative user data)."""
+
+from groupcoord.protocol.consumer import (
+    ASSIGNMENT_MAX_VERSION,
+    SUBSCRIPTION_MAX_VERSION,
+    decode_assignment,
+    decode_cooperative_user_data,
+    decode_sticky_user_data,
+    decode_subscription,
+    encode_assignment,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+    encode_subscription,
+)
+
+__all__ = [
+    "ASSIGNMENT_MAX_VERSION",
+    "SUBSCRIPTION_MAX_VERSION",
+    "decode_assignment",
+    "decode_cooperative_user_data",
+    "decode_sticky_user_data",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_cooperative_user_data",
+    "encode_sticky_user_data",
+    "encode_subscription",
+]

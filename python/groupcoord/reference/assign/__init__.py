@@ -1,0 +1,28 @@
+"""Reference assignors: the same algorithms as ``rust/src/assign``, in pure Python.
+
+Each algorithm works on a :class:`GroupModel` (topics interned to dense ids,
+partitions numbered densely in (topic, partition) order, members sorted by id)
+and returns, per member index, the sorted dense partition ids it is assigned.
+"""
+
+from groupcoord.reference.assign.cooperative import assign_cooperative_sticky
+from groupcoord.reference.assign.model import (
+    GroupModel,
+    MemberInput,
+    OwnershipSource,
+    build_model,
+)
+from groupcoord.reference.assign.range import assign_range
+from groupcoord.reference.assign.roundrobin import assign_roundrobin
+from groupcoord.reference.assign.sticky import assign_sticky
+
+__all__ = [
+    "GroupModel",
+    "MemberInput",
+    "OwnershipSource",
+    "assign_cooperative_sticky",
+    "assign_range",
+    "assign_roundrobin",
+    "assign_sticky",
+    "build_model",
+]

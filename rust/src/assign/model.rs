@@ -1,0 +1,377 @@
+//! The group as the assignment algorithms see it: dense integers, no strings.
+//!
+//! Topics are interned in sorted-name order and their partitions numbered densely,
+//! topic by topic, so dense-id order is (topic, partition) order: `offsets[t]` is
+//! the first dense id of topic `t` and `offsets[t + 1]` one past its last. Members
+//! are indexed in sorted member-id order, which makes every algorithm's output
+//! independent of the order in which the caller listed them.
+//!
+//! Capacity: dense ids are `u32`, so a group may hold at most `u32::MAX - 1`
+//! partitions in all (Kafka's own limit per topic is `i32::MAX`).
+
+use rustc_hash::FxHashMap;
+use std::fmt;
+
+pub type TopicId = u32;
+pub type MemberIdx = u32;
+/// A partition's position in (topic, partition) order over the whole group.
+pub type DenseId = u32;
+
+/// Marks "no member" in per-partition owner tables.
+pub const UNOWNED: MemberIdx = MemberIdx::MAX;
+
+/// Input the algorithms refuse; the bindings turn it into `InvalidAssignorInput`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssignError {
+    NegativePartitionCount { topic: String, count: i64 },
+    TooManyPartitions { topic: String },
+    EmptyMemberId,
+    DuplicateMemberId(String),
+    DuplicateTopic(String),
+}
+
+impl fmt::Display for AssignError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NegativePartitionCount { topic, count } => {
+                write!(
+                    f,
+                    "topic {topic:?} has a negative partition count ({count})"
+                )
+            }
+            Self::TooManyPartitions { topic } => {
+                write!(
+                    f,
+                    "topic {topic:?} takes the group past the partition limit"
+                )
+            }
+            Self::EmptyMemberId => write!(f, "member ids must be non-empty strings"),
+            Self::DuplicateMemberId(id) => write!(f, "duplicate member id {id:?}"),
+            Self::DuplicateTopic(t) => write!(f, "topic {t:?} is listed twice"),
+        }
+    }
+}
+
+impl std::error::Error for AssignError {}
+
+/// One member, interned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Member {
+    pub id: String,
+    pub instance_id: Option<String>,
+    /// Sorted, distinct ids of the existing topics it subscribes to.
+    pub topics: Vec<TopicId>,
+    /// Distinct valid claims (existing topic, partition in range), on any topic.
+    pub claims: Vec<DenseId>,
+    /// The subset of `claims` on topics the member still subscribes to.
+    pub subscribed_claims: Vec<DenseId>,
+    pub generation: i32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GroupModel {
+    pub topic_names: Vec<String>,
+    pub offsets: Vec<DenseId>,
+    pub members: Vec<Member>,
+}
+
+impl GroupModel {
+    pub fn num_partitions(&self) -> usize {
+        *self.offsets.last().unwrap_or(&0) as usize
+    }
+
+    pub fn num_members(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn num_topics(&self) -> usize {
+        self.topic_names.len()
+    }
+
+    /// The dense ids of topic `t`.
+    pub fn partitions_of(&self, t: TopicId) -> std::ops::Range<DenseId> {
+        self.offsets[t as usize]..self.offsets[t as usize + 1]
+    }
+
+    /// Per topic id: the member indexes subscribed to it, ascending.
+    pub fn subscribers(&self) -> Vec<Vec<MemberIdx>> {
+        let mut subs = vec![Vec::new(); self.num_topics()];
+        for (m, member) in self.members.iter().enumerate() {
+            for &t in &member.topics {
+                subs[t as usize].push(m as MemberIdx);
+            }
+        }
+        subs
+    }
+
+    /// The topic of a dense id (binary search over `offsets`).
+    pub fn topic_of(&self, p: DenseId) -> TopicId {
+        (self.offsets.partition_point(|&o| o <= p) - 1) as TopicId
+    }
+}
+
+/// A member as the caller describes it, before interning.
+#[derive(Debug, Clone, Default)]
+pub struct MemberSpec {
+    pub id: String,
+    pub instance_id: Option<String>,
+    pub topics: Vec<TopicId>,
+    /// Claimed partitions as (topic, partition); unknown topics are already dropped
+    /// by the caller (it interns names through [`ModelBuilder::topic_id`]).
+    pub owned: Vec<(TopicId, i64)>,
+    pub generation: i32,
+}
+
+/// Interns topics once, then takes members one by one.
+pub struct ModelBuilder {
+    topic_names: Vec<String>,
+    index: FxHashMap<String, TopicId>,
+    offsets: Vec<DenseId>,
+    members: Vec<MemberSpec>,
+}
+
+impl ModelBuilder {
+    /// `topics`: (name, partition count) in any order.
+    pub fn new(mut topics: Vec<(String, i64)>) -> Result<Self, AssignError> {
+        topics.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut offsets = Vec::with_capacity(topics.len() + 1);
+        offsets.push(0u32);
+        let mut total: u64 = 0;
+        for (i, (name, count)) in topics.iter().enumerate() {
+            if i > 0 && topics[i - 1].0 == *name {
+                return Err(AssignError::DuplicateTopic(name.clone()));
+            }
+            if *count < 0 {
+                return Err(AssignError::NegativePartitionCount {
+                    topic: name.clone(),
+                    count: *count,
+                });
+            }
+            total += *count as u64;
+            if *count > i32::MAX as i64 || total >= u64::from(UNOWNED) {
+                return Err(AssignError::TooManyPartitions {
+                    topic: name.clone(),
+                });
+            }
+            offsets.push(total as DenseId);
+        }
+        let index = topics
+            .iter()
+            .enumerate()
+            .map(|(t, (name, _))| (name.clone(), t as TopicId))
+            .collect();
+        Ok(Self {
+            topic_names: topics.into_iter().map(|(name, _)| name).collect(),
+            index,
+            offsets,
+            members: Vec::new(),
+        })
+    }
+
+    pub fn topic_id(&self, name: &str) -> Option<TopicId> {
+        self.index.get(name).copied()
+    }
+
+    /// [`Self::topic_id`] for names that mostly come in sorted order (as encoders
+    /// write them): the topic after `hint`, then `hint` itself, are compared before
+    /// hashing. `hint` is updated to the answer.
+    #[inline]
+    pub fn topic_id_near(&self, name: &str, hint: &mut Option<TopicId>) -> Option<TopicId> {
+        if let Some(h) = *hint {
+            let next = h as usize + 1;
+            if self.topic_names.get(next).is_some_and(|n| n == name) {
+                *hint = Some(next as TopicId);
+                return *hint;
+            }
+            if self.topic_names[h as usize] == name {
+                return *hint;
+            }
+        }
+        let found = self.topic_id(name);
+        if found.is_some() {
+            *hint = found;
+        }
+        found
+    }
+
+    pub fn num_topics(&self) -> usize {
+        self.topic_names.len()
+    }
+
+    pub fn push_member(&mut self, member: MemberSpec) {
+        self.members.push(member);
+    }
+
+    pub fn build(self) -> Result<GroupModel, AssignError> {
+        let mut specs = self.members;
+        specs.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        for (i, spec) in specs.iter().enumerate() {
+            if spec.id.is_empty() {
+                return Err(AssignError::EmptyMemberId);
+            }
+            if i > 0 && specs[i - 1].id == spec.id {
+                return Err(AssignError::DuplicateMemberId(spec.id.clone()));
+            }
+        }
+        let offsets = self.offsets;
+        let num_partitions = *offsets.last().unwrap_or(&0) as usize;
+        // stamp[p] == m + 1 while member m's claims are read: O(1) de-duplication.
+        let mut stamp = vec![0u32; num_partitions];
+        let mut subscribed = vec![false; self.topic_names.len()];
+        let mut members = Vec::with_capacity(specs.len());
+        for (m, spec) in specs.into_iter().enumerate() {
+            let mut topics = spec.topics;
+            topics.sort_unstable();
+            topics.dedup();
+            for &t in &topics {
+                subscribed[t as usize] = true;
+            }
+            let mut claims = Vec::with_capacity(spec.owned.len());
+            let mut subscribed_claims = Vec::with_capacity(spec.owned.len());
+            let mark = m as u32 + 1;
+            for (t, partition) in spec.owned {
+                let (lo, hi) = (offsets[t as usize], offsets[t as usize + 1]);
+                if partition < 0 || partition >= i64::from(hi - lo) {
+                    continue;
+                }
+                let p = lo + partition as DenseId;
+                if stamp[p as usize] == mark {
+                    continue;
+                }
+                stamp[p as usize] = mark;
+                claims.push(p);
+                if subscribed[t as usize] {
+                    subscribed_claims.push(p);
+                }
+            }
+            for &t in &topics {
+                subscribed[t as usize] = false;
+            }
+            members.push(Member {
+                id: spec.id,
+                instance_id: spec.instance_id,
+                topics,
+                claims,
+                subscribed_claims,
+                generation: spec.generation,
+            });
+        }
+        Ok(GroupModel {
+            topic_names: self.topic_names,
+            offsets,
+            members,
+        })
+    }
+}
+
+/// Per member: its assigned dense ids, ascending.
+pub type Plan = Vec<Vec<DenseId>>;
+
+/// Invert a per-partition owner table into sorted per-member lists in one pass.
+pub fn collect(owner: &[MemberIdx], num_members: usize) -> Plan {
+    let mut counts = vec![0usize; num_members];
+    for &m in owner {
+        if m != UNOWNED {
+            counts[m as usize] += 1;
+        }
+    }
+    let mut plan: Plan = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
+    for (p, &m) in owner.iter().enumerate() {
+        if m != UNOWNED {
+            plan[m as usize].push(p as DenseId);
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder() -> ModelBuilder {
+        ModelBuilder::new(vec![("b".into(), 3), ("a".into(), 2), ("c".into(), 0)]).unwrap()
+    }
+
+    #[test]
+    fn topics_are_interned_in_sorted_order_with_dense_offsets() {
+        let b = builder();
+        assert_eq!(b.topic_id("a"), Some(0));
+        assert_eq!(b.topic_id("b"), Some(1));
+        assert_eq!(b.topic_id("c"), Some(2));
+        let model = b.build().unwrap();
+        assert_eq!(model.offsets, vec![0, 2, 5, 5]);
+        assert_eq!(model.topic_of(0), 0);
+        assert_eq!(model.topic_of(1), 0);
+        assert_eq!(model.topic_of(2), 1);
+        assert_eq!(model.topic_of(4), 1);
+    }
+
+    #[test]
+    fn topic_hints_only_speed_up_lookups() {
+        let b = builder();
+        let mut hint = None;
+        let answers: Vec<_> = ["a", "b", "b", "c", "a", "zz", "c"]
+            .iter()
+            .map(|n| b.topic_id_near(n, &mut hint))
+            .collect();
+        assert_eq!(
+            answers,
+            vec![Some(0), Some(1), Some(1), Some(2), Some(0), None, Some(2)]
+        );
+    }
+
+    #[test]
+    fn bad_topic_tables_are_refused() {
+        assert!(matches!(
+            ModelBuilder::new(vec![("t".into(), -1)]),
+            Err(AssignError::NegativePartitionCount { .. })
+        ));
+        assert!(matches!(
+            ModelBuilder::new(vec![("t".into(), 1), ("t".into(), 2)]),
+            Err(AssignError::DuplicateTopic(_))
+        ));
+        assert!(matches!(
+            ModelBuilder::new(vec![("t".into(), i64::from(i32::MAX) + 1)]),
+            Err(AssignError::TooManyPartitions { .. })
+        ));
+    }
+
+    #[test]
+    fn claims_are_filtered_deduplicated_and_split_by_subscription() {
+        let mut b = builder();
+        b.push_member(MemberSpec {
+            id: "m".into(),
+            topics: vec![1, 1],
+            owned: vec![(0, 1), (1, 2), (1, 2), (1, 7), (1, -1)],
+            generation: 4,
+            ..Default::default()
+        });
+        let model = b.build().unwrap();
+        let m = &model.members[0];
+        assert_eq!(m.topics, vec![1]);
+        assert_eq!(m.claims, vec![1, 4]);
+        assert_eq!(m.subscribed_claims, vec![4]);
+    }
+
+    #[test]
+    fn members_are_sorted_and_ids_checked() {
+        let mut b = builder();
+        for id in ["z", "a"] {
+            b.push_member(MemberSpec {
+                id: id.into(),
+                ..Default::default()
+            });
+        }
+        let model = b.build().unwrap();
+        assert_eq!(model.members[0].id, "a");
+        let mut b = builder();
+        b.push_member(MemberSpec::default());
+        assert_eq!(b.build().unwrap_err(), AssignError::EmptyMemberId);
+    }
+
+    #[test]
+    fn collect_inverts_owner_tables() {
+        let plan = collect(&[1, UNOWNED, 0, 1], 3);
+        assert_eq!(plan, vec![vec![2], vec![0, 3], vec![]]);
+    }
+}

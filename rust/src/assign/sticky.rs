@@ -1,0 +1,352 @@
+//! StickyAssignor (KIP-54): balance first, then keep as many owned partitions as possible.
+//!
+//! A pipeline of named steps, the same step for step as the reference in
+//! `python/groupcoord/reference/assign/sticky.py` (the differential tests hold the
+//! two to identical output):
+//!
+//! 1. [`resolve_previous_owners`]: one previous owner per partition, judged by
+//!    generation (KAFKA-12984 / KAFKA-14639): the highest generation claim wins;
+//!    two members claiming a partition in that same generation leave it unowned.
+//!    Claims on topics a member no longer subscribes to were dropped by the model.
+//! 2. All subscriptions equal: [`constrained`]. Each member keeps up to its quota
+//!    (`P / M`, plus one for `P % M` members) of what it owned; the rest are dealt
+//!    round-robin to members under quota. `max - min <= 1`, O(P + M).
+//! 3. Otherwise [`general`]: members keep what they owned; unowned partitions go,
+//!    most-constrained topic first, to the least-loaded subscriber; then a repair
+//!    loop moves a partition of topic `t` from its most-loaded holder to its
+//!    least-loaded subscriber while those differ by two or more. At the fixed point
+//!    no partition can move to make two members more equal (Java's
+//!    `verifyValidityAndBalance` rule). Each move lowers the sum of squared loads,
+//!    so the loop ends.
+//!
+//! Ties go to the lower member index (sorted member id) and are otherwise decided
+//! by dense partition id, never by input order.
+
+use super::model::{collect, DenseId, GroupModel, MemberIdx, Plan, UNOWNED};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Per dense partition: the member that owned it before this round, or [`UNOWNED`].
+pub fn resolve_previous_owners(model: &GroupModel) -> Vec<MemberIdx> {
+    let n = model.num_partitions();
+    let mut owner = vec![UNOWNED; n];
+    let mut best = vec![0i32; n];
+    let mut tied = vec![false; n];
+    for (m, member) in model.members.iter().enumerate() {
+        let generation = member.generation;
+        for &p in &member.subscribed_claims {
+            let p = p as usize;
+            if (owner[p] == UNOWNED && !tied[p]) || generation > best[p] {
+                owner[p] = m as MemberIdx;
+                best[p] = generation;
+                tied[p] = false;
+            } else if generation == best[p] {
+                tied[p] = true;
+            }
+        }
+    }
+    for (o, &t) in owner.iter_mut().zip(&tied) {
+        if t {
+            *o = UNOWNED;
+        }
+    }
+    owner
+}
+
+/// Per dense partition: the member it goes to ([`UNOWNED`] when nobody subscribes).
+pub fn sticky_owners(model: &GroupModel) -> Vec<MemberIdx> {
+    if model.members.is_empty() {
+        return vec![UNOWNED; model.num_partitions()];
+    }
+    let previous = resolve_previous_owners(model);
+    let first = &model.members[0].topics;
+    if model.members.iter().all(|m| &m.topics == first) {
+        constrained(model, previous)
+    } else {
+        general(model, previous)
+    }
+}
+
+pub fn assign(model: &GroupModel) -> Plan {
+    collect(&sticky_owners(model), model.num_members())
+}
+
+fn constrained(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
+    let members = model.num_members();
+    let topics = &model.members[0].topics;
+    let subscribed = || topics.iter().flat_map(|&t| model.partitions_of(t));
+    let total: usize = topics.iter().map(|&t| model.partitions_of(t).len()).sum();
+    let min_quota = total / members;
+    let extra = total % members;
+
+    // What each member owned, in dense order; kept[m] is cut down to its quota below.
+    let mut kept_counts = vec![0usize; members];
+    for p in subscribed() {
+        let m = previous[p as usize];
+        if m != UNOWNED {
+            kept_counts[m as usize] += 1;
+        }
+    }
+    let mut quota = vec![0usize; members];
+    let mut extra_left = extra;
+    for m in 0..members {
+        quota[m] = if kept_counts[m] > min_quota && extra_left > 0 {
+            extra_left -= 1;
+            min_quota + 1
+        } else {
+            kept_counts[m].min(min_quota)
+        };
+    }
+
+    let mut owner = previous;
+    let mut count = vec![0usize; members];
+    let mut unassigned: Vec<DenseId> = Vec::new();
+    for p in subscribed() {
+        let m = owner[p as usize];
+        if m != UNOWNED && count[m as usize] < quota[m as usize] {
+            count[m as usize] += 1;
+        } else {
+            owner[p as usize] = UNOWNED;
+            unassigned.push(p);
+        }
+    }
+
+    let mut next = 0usize;
+    // Round-robin up to the minimum quota, so each topic spreads over the members.
+    let mut under: VecDeque<usize> = (0..members).filter(|&m| count[m] < min_quota).collect();
+    while let Some(m) = under.pop_front() {
+        owner[unassigned[next] as usize] = m as MemberIdx;
+        next += 1;
+        count[m] += 1;
+        if count[m] < min_quota {
+            under.push_back(m);
+        }
+    }
+    // What is left is one partition per extra slot not taken while keeping.
+    for (m, c) in count.iter_mut().enumerate() {
+        if next == unassigned.len() {
+            break;
+        }
+        if *c == min_quota {
+            owner[unassigned[next] as usize] = m as MemberIdx;
+            next += 1;
+            *c += 1;
+        }
+    }
+    debug_assert_eq!(
+        next,
+        unassigned.len(),
+        "constrained assignment left partitions over: counts {count:?}"
+    );
+    owner
+}
+
+fn general(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
+    let subscribers = model.subscribers();
+    let mut owner = previous.clone();
+    let mut load = vec![0u32; model.num_members()];
+    // retained[p]: p sits with the member that owned it before this round; the
+    // repair loop moves such partitions only when nothing else will do.
+    let mut retained = vec![false; owner.len()];
+    for (p, &m) in owner.iter().enumerate() {
+        if m != UNOWNED {
+            load[m as usize] += 1;
+            retained[p] = true;
+        }
+    }
+
+    let mut topic_order: Vec<u32> = (0..subscribers.len() as u32)
+        .filter(|&t| !subscribers[t as usize].is_empty())
+        .collect();
+    topic_order.sort_unstable_by_key(|&t| (subscribers[t as usize].len(), t));
+
+    for &t in &topic_order {
+        let mut heap: BinaryHeap<Reverse<(u32, MemberIdx)>> = subscribers[t as usize]
+            .iter()
+            .map(|&m| Reverse((load[m as usize], m)))
+            .collect();
+        for p in model.partitions_of(t) {
+            if owner[p as usize] != UNOWNED {
+                continue;
+            }
+            let Reverse((least, m)) = heap.pop().expect("a subscribed topic has subscribers");
+            owner[p as usize] = m;
+            load[m as usize] = least + 1;
+            heap.push(Reverse((least + 1, m)));
+        }
+    }
+
+    let mut moved = true;
+    while moved {
+        moved = false;
+        for &t in &topic_order {
+            let range = model.partitions_of(t);
+            if range.is_empty() {
+                continue;
+            }
+            let subs = &subscribers[t as usize];
+            loop {
+                let receiver = *subs
+                    .iter()
+                    .min_by_key(|&&m| (load[m as usize], m))
+                    .expect("a subscribed topic has subscribers");
+                let mut giver = owner[range.start as usize];
+                for p in range.clone() {
+                    let o = owner[p as usize];
+                    let (lo, lg) = (load[o as usize], load[giver as usize]);
+                    if lo > lg || (lo == lg && o < giver) {
+                        giver = o;
+                    }
+                }
+                if load[giver as usize] < load[receiver as usize] + 2 {
+                    break;
+                }
+                let victim = pick_victim(&owner, &retained, giver, range.clone());
+                owner[victim as usize] = receiver;
+                retained[victim as usize] = previous[victim as usize] == receiver;
+                load[giver as usize] -= 1;
+                load[receiver as usize] += 1;
+                moved = true;
+            }
+        }
+    }
+    owner
+}
+
+/// The giver's partition of the range to move: a newly placed one first, highest id first.
+fn pick_victim(
+    owner: &[MemberIdx],
+    retained: &[bool],
+    giver: MemberIdx,
+    range: std::ops::Range<DenseId>,
+) -> DenseId {
+    let mut fallback = None;
+    for p in range.rev() {
+        if owner[p as usize] == giver {
+            if !retained[p as usize] {
+                return p;
+            }
+            fallback.get_or_insert(p);
+        }
+    }
+    fallback.expect("the giver holds a partition of this topic")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::invariants::{check_balanced, check_valid, groups, next_round};
+    use super::super::model::{MemberSpec, ModelBuilder};
+    use super::*;
+    use proptest::prelude::*;
+
+    fn identical_group(members: usize, partitions: i64, owned: &[Vec<i64>]) -> GroupModel {
+        let mut b = ModelBuilder::new(vec![("t".into(), partitions)]).unwrap();
+        for m in 0..members {
+            b.push_member(MemberSpec {
+                id: format!("m{m}"),
+                topics: vec![0],
+                owned: owned
+                    .get(m)
+                    .map(|o| o.iter().map(|&p| (0, p)).collect())
+                    .unwrap_or_default(),
+                generation: 1,
+                ..Default::default()
+            });
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn fresh_assignment_deals_round_robin() {
+        let plan = assign(&identical_group(3, 7, &[]));
+        assert_eq!(plan, vec![vec![0, 3, 6], vec![1, 4], vec![2, 5]]);
+    }
+
+    #[test]
+    fn a_joiner_takes_only_what_it_needs() {
+        let owned = vec![vec![0, 1, 2, 3], vec![4, 5, 6], vec![7, 8, 9]];
+        let plan = assign(&identical_group(4, 10, &owned));
+        assert_eq!(
+            plan,
+            vec![vec![0, 1, 2], vec![4, 5, 6], vec![7, 8], vec![3, 9]]
+        );
+    }
+
+    #[test]
+    fn same_generation_double_claims_are_unowned_and_higher_generations_win() {
+        let mut b = ModelBuilder::new(vec![("t".into(), 2)]).unwrap();
+        for (id, generation) in [("a", 3), ("b", 3), ("c", 5)] {
+            b.push_member(MemberSpec {
+                id: id.into(),
+                topics: vec![0],
+                owned: if id == "c" {
+                    vec![(0, 1)]
+                } else {
+                    vec![(0, 0), (0, 1)]
+                },
+                generation,
+                ..Default::default()
+            });
+        }
+        let previous = resolve_previous_owners(&b.build().unwrap());
+        assert_eq!(previous, vec![UNOWNED, 2]);
+    }
+
+    proptest! {
+        #[test]
+        fn valid_balanced_and_idempotent(model in groups()) {
+            let plan = assign(&model);
+            check_valid(&model, &plan).map_err(TestCaseError::fail)?;
+            check_balanced(&model, &plan).map_err(TestCaseError::fail)?;
+            let again = next_round(&model, &plan, 100);
+            prop_assert_eq!(assign(&again), plan);
+        }
+    }
+}
+
+/// Named benchmark cases next to the code (franz-go style); run with
+/// `cargo test --release bench_ -- --ignored --nocapture`. The Python-level
+/// benchmarks in benches/ are the ones the README reports.
+#[cfg(test)]
+mod bench {
+    use super::super::invariants::next_round;
+    use super::super::model::{MemberSpec, ModelBuilder};
+    use super::*;
+    use std::time::Instant;
+
+    fn java_large_test() -> GroupModel {
+        let topics = (0..500).map(|t| (format!("topic-{t:03}"), 2000)).collect();
+        let mut b = ModelBuilder::new(topics).unwrap();
+        for m in 0..2000 {
+            b.push_member(MemberSpec {
+                id: format!("member-{m:04}"),
+                topics: (0..500).collect(),
+                ..Default::default()
+            });
+        }
+        b.build().unwrap()
+    }
+
+    fn time<T>(name: &str, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        println!("{name}: {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+        out
+    }
+
+    #[test]
+    #[ignore]
+    fn bench_2000_members_1m_partitions() {
+        let fresh = java_large_test();
+        let plan = time("fresh", || assign(&fresh));
+        let mut existing = next_round(&fresh, &plan, 1);
+        existing.members.remove(7);
+        let plan = time("existing (one left)", || assign(&existing));
+        // imbalanced: every survivor heterogeneous by dropping one topic from half of them
+        let mut imbalanced = next_round(&existing, &plan, 2);
+        for m in imbalanced.members.iter_mut().step_by(2) {
+            m.topics.pop();
+        }
+        time("imbalanced (general path)", || assign(&imbalanced));
+    }
+}

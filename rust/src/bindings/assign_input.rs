@@ -1,0 +1,291 @@
+//! Reading an assignor's input from Python: the topic table, then each member
+//! either from `Subscription` objects or from ConsumerProtocolSubscription bytes.
+
+use super::errors::{from_assign_error, invalid_input, invalid_payload};
+use crate::assign::model::{MemberSpec, ModelBuilder, TopicId};
+use crate::assign::Algorithm;
+use crate::consumer_protocol::{
+    decode_cooperative_user_data, decode_sticky_user_data, SubscriptionView, TopicPartitionsView,
+};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
+use rustc_hash::FxHashMap;
+
+/// Where an algorithm reads previous ownership from (see `OwnershipSource` in Python).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    None,
+    /// owned_partitions + generation_id, else StickyAssignorUserData V1/V0.
+    Sticky,
+    /// owned_partitions + generation_id, the generation falling back to the
+    /// cooperative user data (an int32).
+    Cooperative,
+}
+
+impl Ownership {
+    pub fn of(algorithm: Algorithm) -> Self {
+        match algorithm {
+            Algorithm::Range | Algorithm::RoundRobin => Self::None,
+            Algorithm::Sticky => Self::Sticky,
+            Algorithm::CooperativeSticky => Self::Cooperative,
+        }
+    }
+}
+
+pub fn as_dict<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyDict>> {
+    match obj.cast::<PyDict>() {
+        Ok(d) => Ok(d.clone()),
+        Err(_) => {
+            let py = obj.py();
+            let dict = py
+                .get_type::<PyDict>()
+                .call1((obj,))
+                .map_err(|_| invalid_input(py, format!("{what} must be a mapping")))?;
+            Ok(dict.cast_into::<PyDict>()?)
+        }
+    }
+}
+
+fn int_value(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<i64> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(invalid_input(
+            obj.py(),
+            format!("{} must be an int, not bool", what()),
+        ));
+    }
+    obj.extract::<i64>()
+        .map_err(|_| invalid_input(obj.py(), format!("{} must be an int", what())))
+}
+
+/// The topic table; `names[t]` is the caller's own str object for topic id `t`,
+/// reused in the results so no new strings are made.
+pub fn read_topics<'py>(
+    partitions_per_topic: &Bound<'py, PyDict>,
+) -> PyResult<(ModelBuilder, Vec<Bound<'py, PyString>>)> {
+    let py = partitions_per_topic.py();
+    let mut topics = Vec::with_capacity(partitions_per_topic.len());
+    let mut objects = Vec::with_capacity(partitions_per_topic.len());
+    for (name, count) in partitions_per_topic.iter() {
+        let name = name
+            .cast_into::<PyString>()
+            .map_err(|_| invalid_input(py, "topic names must be str"))?;
+        let text = name.to_str()?.to_owned();
+        let count = int_value(&count, || format!("partition count of topic {text:?}"))?;
+        topics.push((text, count));
+        objects.push(name);
+    }
+    let builder = ModelBuilder::new(topics).map_err(|e| from_assign_error(py, &e))?;
+    let mut names: Vec<Option<Bound<'py, PyString>>> = vec![None; builder.num_topics()];
+    for name in objects {
+        let t = builder.topic_id(name.to_str()?).expect("interned above");
+        names[t as usize] = Some(name);
+    }
+    Ok((
+        builder,
+        names
+            .into_iter()
+            .map(|n| n.expect("every topic named"))
+            .collect(),
+    ))
+}
+
+/// Resolves topic names to ids, remembering str objects by address: members share
+/// the same str objects, so most look-ups never hash the text.
+struct TopicLookup<'b> {
+    builder: &'b ModelBuilder,
+    by_address: FxHashMap<usize, Option<TopicId>>,
+}
+
+impl TopicLookup<'_> {
+    fn get(&mut self, name: &Bound<'_, PyString>) -> PyResult<Option<TopicId>> {
+        let key = name.as_ptr() as usize;
+        if let Some(&t) = self.by_address.get(&key) {
+            return Ok(t);
+        }
+        let t = self.builder.topic_id(name.to_str()?);
+        self.by_address.insert(key, t);
+        Ok(t)
+    }
+}
+
+/// Reads every `(member_id, Subscription)` of `subscriptions` into `builder`.
+/// Returns the member-id str objects, for the result dict's keys.
+pub fn read_subscription_objects<'py>(
+    builder: &mut ModelBuilder,
+    subscriptions: &Bound<'py, PyDict>,
+    ownership: Ownership,
+) -> PyResult<FxHashMap<String, Bound<'py, PyString>>> {
+    let py = subscriptions.py();
+    let mut lookup = TopicLookup {
+        builder: &*builder,
+        by_address: FxHashMap::default(),
+    };
+    let mut ids = FxHashMap::default();
+    let mut specs = Vec::with_capacity(subscriptions.len());
+    for (member_id, sub) in subscriptions.iter() {
+        let member_id = member_id
+            .cast_into::<PyString>()
+            .map_err(|_| invalid_input(py, "member ids must be str"))?;
+        let id = member_id.to_str()?.to_owned();
+        let mut spec = MemberSpec {
+            id: id.clone(),
+            ..Default::default()
+        };
+        for topic in sub.getattr(intern!(py, "topics"))?.try_iter()? {
+            let topic = topic?;
+            let topic = topic
+                .cast::<PyString>()
+                .map_err(|_| invalid_input(py, format!("topics of {id:?} must be str")))?;
+            if let Some(t) = lookup.get(topic)? {
+                spec.topics.push(t);
+            }
+        }
+        let instance = sub.getattr(intern!(py, "group_instance_id"))?;
+        if !instance.is_none() {
+            spec.instance_id = Some(instance.extract()?);
+        }
+        if ownership != Ownership::None {
+            read_owned_objects(&mut lookup, &sub, ownership, &mut spec)?;
+        }
+        specs.push(spec);
+        ids.insert(id, member_id);
+    }
+    for spec in specs {
+        builder.push_member(spec);
+    }
+    Ok(ids)
+}
+
+fn read_owned_objects(
+    lookup: &mut TopicLookup<'_>,
+    sub: &Bound<'_, PyAny>,
+    ownership: Ownership,
+    spec: &mut MemberSpec,
+) -> PyResult<()> {
+    let py = sub.py();
+    let owned = sub.getattr(intern!(py, "owned_partitions"))?;
+    let generation = sub
+        .getattr(intern!(py, "generation_id"))?
+        .extract::<i32>()?;
+    let user_data = sub.getattr(intern!(py, "user_data"))?;
+    let user_data: Option<Vec<u8>> = if user_data.is_none() {
+        None
+    } else {
+        Some(user_data.extract()?)
+    };
+    let has_owned = owned.len()? > 0;
+    spec.generation = generation;
+    if has_owned || ownership == Ownership::Cooperative {
+        for item in owned.try_iter()? {
+            let item = item?;
+            let pair = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2);
+            let Some(pair) = pair else {
+                return Err(bad_claim(py, &spec.id, &item));
+            };
+            let topic = pair.get_borrowed_item(0)?;
+            let partition = pair.get_borrowed_item(1)?;
+            let Ok(topic) = topic.cast::<PyString>() else {
+                return Err(bad_claim(py, &spec.id, &item));
+            };
+            if partition.is_instance_of::<PyBool>() {
+                return Err(bad_claim(py, &spec.id, &item));
+            }
+            let Ok(partition) = partition.extract::<i64>() else {
+                return Err(bad_claim(py, &spec.id, &item));
+            };
+            if let Some(t) = lookup.get(&topic)? {
+                spec.owned.push((t, partition));
+            }
+        }
+    }
+    match (ownership, user_data.as_deref()) {
+        (Ownership::Sticky, Some(data)) if !has_owned && !data.is_empty() => {
+            let what = format!("sticky user data of {:?}", spec.id);
+            let view = decode_sticky_user_data(data).map_err(|e| invalid_payload(py, &what, &e))?;
+            push_views(lookup.builder, &view.partitions, &mut spec.owned);
+            spec.generation = view.generation.unwrap_or(-1);
+        }
+        (Ownership::Cooperative, Some(data)) if generation == -1 && !data.is_empty() => {
+            let what = format!("cooperative user data of {:?}", spec.id);
+            spec.generation =
+                decode_cooperative_user_data(data).map_err(|e| invalid_payload(py, &what, &e))?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn bad_claim(py: Python<'_>, member: &str, item: &Bound<'_, PyAny>) -> PyErr {
+    invalid_input(
+        py,
+        format!("owned partitions of {member:?} must be (str, int) pairs, got {item}"),
+    )
+}
+
+fn push_views(
+    builder: &ModelBuilder,
+    views: &[TopicPartitionsView<'_>],
+    out: &mut Vec<(TopicId, i64)>,
+) {
+    out.reserve(views.iter().map(|v| v.partitions.len()).sum());
+    let mut hint = None;
+    for view in views {
+        if let Some(t) = builder.topic_id_near(view.topic, &mut hint) {
+            out.extend(view.partitions.iter().map(|p| (t, i64::from(p))));
+        }
+    }
+}
+
+/// Builds a member from a decoded ConsumerProtocolSubscription. `previous_topics`
+/// caches the last member's topic list by its raw bytes: in a group with identical
+/// subscriptions each member's topic array is the same bytes, so interning is a memcmp.
+pub fn member_from_view(
+    builder: &ModelBuilder,
+    id: String,
+    view: &SubscriptionView<'_>,
+    ownership: Ownership,
+    previous_topics: &mut (Vec<u8>, Vec<TopicId>),
+) -> Result<MemberSpec, (String, crate::consumer_protocol::PayloadError)> {
+    let topics = if previous_topics.0 == view.topics_bytes {
+        previous_topics.1.clone()
+    } else {
+        let mut hint = None;
+        let topics: Vec<TopicId> = view
+            .topics
+            .iter()
+            .filter_map(|t| builder.topic_id_near(t, &mut hint))
+            .collect();
+        *previous_topics = (view.topics_bytes.to_vec(), topics.clone());
+        topics
+    };
+    let mut spec = MemberSpec {
+        id,
+        instance_id: None,
+        topics,
+        owned: Vec::new(),
+        generation: view.generation_id,
+    };
+    let has_owned = !view.owned_partitions.is_empty();
+    if ownership != Ownership::None {
+        if has_owned || ownership == Ownership::Cooperative {
+            push_views(builder, &view.owned_partitions, &mut spec.owned);
+        }
+        match (ownership, view.user_data) {
+            (Ownership::Sticky, Some(data)) if !has_owned && !data.is_empty() => {
+                let decoded = decode_sticky_user_data(data)
+                    .map_err(|e| (format!("sticky user data of {:?}", spec.id), e))?;
+                push_views(builder, &decoded.partitions, &mut spec.owned);
+                spec.generation = decoded.generation.unwrap_or(-1);
+            }
+            (Ownership::Cooperative, Some(data))
+                if view.generation_id == -1 && !data.is_empty() =>
+            {
+                spec.generation = decode_cooperative_user_data(data)
+                    .map_err(|e| (format!("cooperative user data of {:?}", spec.id), e))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(spec)
+}
