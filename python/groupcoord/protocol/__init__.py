@@ -3,6 +3,7 @@
 from groupcoord.protocol.consumer import (
     ASSIGNMENT_MAX_VERSION,
     SUBSCRIPTION_MAX_VERSION,
+    BytesLike,
     decode_assignment,
     decode_cooperative_user_data,
     decode_sticky_user_data,
@@ -16,6 +17,7 @@ from groupcoord.protocol.consumer import (
 __all__ = [
     "ASSIGNMENT_MAX_VERSION",
     "SUBSCRIPTION_MAX_VERSION",
+    "BytesLike",
     "decode_assignment",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from functools import partial
+from itertools import repeat
 from typing import Final
 
 from groupcoord.errors import InvalidPayload
@@ -52,6 +54,7 @@ from groupcoord.types import Assignment, Subscription, TopicPartition
 __all__ = [
     "ASSIGNMENT_MAX_VERSION",
     "SUBSCRIPTION_MAX_VERSION",
+    "BytesLike",
     "decode_assignment",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
@@ -71,7 +74,13 @@ _INT16_MAX: Final = 2**15 - 1
 _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
 
+#: What the decoders accept: any bytes-like object (a memoryview of any shape is read as its bytes).
+BytesLike = bytes | bytearray | memoryview
+
 _I16: Final = struct.Struct(">h")
+# TopicPartition from a (topic, partition) tuple, skipping the NamedTuple's Python-level
+# __new__ (and _make, also Python-level): about twice as fast on the decoders' hot path.
+_make_tp: Final = partial(tuple.__new__, TopicPartition)
 _I32: Final = struct.Struct(">i")
 
 
@@ -308,8 +317,30 @@ class _Reader:
         return self.buf[start : self.pos].tobytes()
 
     def strings(self, field: str) -> tuple[str, ...]:
+        """array[string]. A plain loop over locals; on any problem the checked reader
+        re-reads the offending element to report it precisely."""
         n = self.count(field, 2)
-        return tuple([self.string(field) for _ in range(n)])
+        buf, pos, size = self.buf, self.pos, len(self.buf)
+        out: list[str] = []
+        append = out.append
+        unpack = _I16.unpack_from
+        for _ in range(n):
+            if pos + 2 > size:
+                break
+            (length,) = unpack(buf, pos)
+            stop = pos + 2 + length
+            if length < 0 or stop > size:
+                break
+            try:
+                append(str(buf[pos + 2 : stop], "utf-8"))
+            except UnicodeDecodeError:
+                break
+            pos = stop
+        self.pos = pos
+        if len(out) < n:
+            self.string(field)  # raises InvalidPayload for the element the loop stopped at
+            raise self.fail(f"{field} could not be read")  # pragma: no cover - unreachable
+        return tuple(out)
 
     def topic_partitions(self, field: str) -> list[TopicPartition]:
         """array[(topic, array[int32])] flattened to TopicPartitions, in the order written."""
@@ -320,7 +351,7 @@ class _Reader:
             n = self.count(partitions_field, 4)
             parts = struct.unpack_from(f">{n}i", self.buf, self.pos)
             self.pos += 4 * n
-            out.extend([TopicPartition(topic, p) for p in parts])
+            out.extend(map(_make_tp, zip(repeat(topic, n), parts, strict=True)))
         return out
 
     def end(self, version: int, highest: int) -> None:
@@ -337,7 +368,7 @@ def _version(r: _Reader) -> int:
     return version
 
 
-def decode_subscription(data: bytes) -> Subscription:
+def decode_subscription(data: BytesLike) -> Subscription:
     """Decode ConsumerProtocolSubscription bytes (any version >= 0; see module docs).
 
     Fields absent from the payload's version take their defaults: no owned partitions,
@@ -367,7 +398,7 @@ def decode_subscription(data: bytes) -> Subscription:
     )
 
 
-def decode_assignment(data: bytes) -> Assignment:
+def decode_assignment(data: BytesLike) -> Assignment:
     """Decode ConsumerProtocolAssignment bytes (any version >= 0).
 
     ``partitions`` is a tuple of TopicPartition in the order written. Raises InvalidPayload
@@ -381,7 +412,7 @@ def decode_assignment(data: bytes) -> Assignment:
     return Assignment(partitions=tuple(partitions), user_data=user_data)
 
 
-def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int | None]:
+def decode_sticky_user_data(data: BytesLike) -> tuple[list[TopicPartition], int | None]:
     """Decode StickyAssignor user data: ``(previous_assignment, generation)``.
 
     V1 is a V0 body followed by exactly 4 bytes (the generation); V0 is the body alone and
@@ -399,7 +430,7 @@ def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int | No
     raise r.fail(f"{left} bytes after the previous assignment (expected 0 or 4)")
 
 
-def decode_cooperative_user_data(data: bytes) -> int:
+def decode_cooperative_user_data(data: BytesLike) -> int:
     """Decode CooperativeStickyAssignor user data: exactly one int32, the generation."""
     r = _Reader(_as_view(data, "cooperative user data"), "cooperative user data")
     generation = r.int32("generation")
