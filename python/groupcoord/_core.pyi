@@ -9,8 +9,216 @@ from typing import Any, Final, Literal, Self, SupportsIndex, TypeAlias, final, o
 from typing_extensions import Buffer
 
 __version__: str
+__all__ = [
+    "JOIN",
+    "SESSION",
+    "SYNC",
+    "Expired",
+    "MemberExpiry",
+    "TimerWheel",
+    "__version__",
+    "assign",
+    "assign_encoded",
+]
 
-# ==============================================================================
+# =====================================================================================
+# BEGIN timer wheel & member expiry  (rust/src/bindings/timer.rs)
+# =====================================================================================
+
+_Kind: TypeAlias = Literal["session", "join", "sync"]
+# Integers in bulk: any iterable of ints, or a buffer (array('q'), array('Q'), memoryview,
+# numpy int64/uint64) whose 8-byte items are read without a Python call per element.
+_Ints: TypeAlias = Iterable[SupportsIndex] | Buffer
+
+SESSION: Final = "session"
+"""Kind of the session deadline: no heartbeat within session.timeout.ms."""
+JOIN: Final = "join"
+"""Kind of the join deadline: a pending member (KIP-394) or a member that has not
+rejoined within the group's rebalance timeout (KIP-62)."""
+SYNC: Final = "sync"
+"""Kind of the sync deadline: no SyncGroup within the rebalance timeout."""
+
+@final
+class TimerWheel:
+    """A hierarchical timing wheel of integer keys with int64 millisecond deadlines.
+
+    Keys are ints in ``[0, 2**64)`` (member handles; dense small keys are fastest).
+    Deadlines and times are ints in ``[-2**63, 2**63)`` milliseconds. The wheel never reads
+    a clock: time moves only by ``advance(now_ms)``, never backwards.
+
+    Costs: ``schedule`` / ``cancel`` O(1); ``advance`` O(1) when nothing is due, else
+    proportional to what expires; ``next_deadline`` exact, O(1) amortized.
+
+    Bad input raises ``TypeError`` (not an int; ``bool`` and ``None`` included) or
+    ``ValueError`` (out of range, time going backwards, mismatched batch lengths).
+    Batch methods validate every element before changing anything.
+    """
+
+    def __new__(cls, now_ms: int = 0) -> Self:
+        """An empty wheel whose current time is ``now_ms``."""
+
+    @property
+    def now_ms(self) -> int:
+        """The current time: the last ``now_ms`` given to ``advance`` (or the constructor)."""
+
+    def schedule(self, key: int, deadline_ms: int) -> None:
+        """Schedule ``key`` at ``deadline_ms``, replacing its previous deadline.
+
+        A deadline at or before ``now_ms`` fires on the next ``advance``.
+        """
+
+    def schedule_many(self, keys: _Ints, deadline_ms: int | _Ints) -> None:
+        """Schedule every key of ``keys`` at ``deadline_ms``: one int for all keys, or a
+        parallel sequence/buffer. Equivalent to ``schedule`` in order (a repeated key
+        keeps its last deadline), in one call across the FFI."""
+
+    def cancel(self, key: int) -> bool:
+        """Unschedule ``key``; return whether it was scheduled."""
+
+    def cancel_many(self, keys: _Ints) -> int:
+        """Unschedule every key of ``keys``; return how many were scheduled."""
+
+    def advance(self, now_ms: int) -> list[int]:
+        """Move time to ``now_ms`` and return every key with deadline <= ``now_ms``,
+        each once, ordered by (deadline, key); they are no longer scheduled.
+
+        Raises ``ValueError`` if ``now_ms`` is before the current time.
+        """
+
+    def deadline(self, key: int) -> int | None:
+        """The deadline ``key`` is scheduled at, or ``None``."""
+
+    def next_deadline(self) -> int | None:
+        """The earliest scheduled deadline (exact), or ``None`` if nothing is scheduled."""
+
+    def __len__(self) -> int:
+        """Number of scheduled keys."""
+
+    def __contains__(self, key: object, /) -> bool:
+        """Whether ``key`` is scheduled (ints outside the key range never are)."""
+
+@final
+class Expired:
+    """One missed deadline of ``MemberExpiry.expire``.
+
+    Immutable; behaves as the tuple ``(group, member, kind, deadline_ms)`` for unpacking,
+    indexing, ``len``, equality, ordering and hashing, so it compares equal to that tuple
+    and to ``groupcoord.reference.expiry.Expired`` (a NamedTuple). Supports ``match``
+    (positional patterns) and pickling.
+    """
+
+    __match_args__ = ("group", "member", "kind", "deadline_ms")
+
+    def __new__(cls, group: str, member: str, kind: _Kind, deadline_ms: int) -> Self: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def member(self) -> str: ...
+    @property
+    def kind(self) -> _Kind: ...
+    @property
+    def deadline_ms(self) -> int: ...
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> str | int: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> tuple[str | int, ...]: ...
+    def __iter__(self) -> Iterator[str | int]: ...
+    def __hash__(self) -> int: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __lt__(self, other: Expired | tuple[str | int, ...], /) -> bool: ...
+    def __le__(self, other: Expired | tuple[str | int, ...], /) -> bool: ...
+    def __gt__(self, other: Expired | tuple[str | int, ...], /) -> bool: ...
+    def __ge__(self, other: Expired | tuple[str | int, ...], /) -> bool: ...
+    def __reduce__(self) -> tuple[type[Expired], tuple[str, str, _Kind, int]]: ...
+
+@final
+class MemberExpiry:
+    """Per-(group, member) deadlines of three independent kinds: ``SESSION``, ``JOIN``,
+    ``SYNC``, on one timing wheel.
+
+    Group and member ids are strs (any str, lone surrogates included), interned to dense
+    handles internally; handles of members with no pending deadline are reused, so memory
+    follows the members tracked now, not all members ever seen. Times are int64 ms; the
+    table never reads a clock and only ``expire`` moves its time.
+
+    ``expire`` order: by ``deadline_ms``, then ``group``, then ``member`` (``str`` order),
+    then kind in the order SESSION < JOIN < SYNC.
+    """
+
+    def __new__(cls, now_ms: int = 0) -> Self:
+        """An empty table whose current time is ``now_ms``."""
+
+    @property
+    def now_ms(self) -> int:
+        """The current time: the last ``now_ms`` given to ``expire`` (or the constructor)."""
+
+    @property
+    def member_count(self) -> int:
+        """Members with at least one pending deadline."""
+
+    @property
+    def group_count(self) -> int:
+        """Groups with at least one such member."""
+
+    def heartbeat(self, group: str, member: str, now_ms: int, session_timeout_ms: int) -> None:
+        """A heartbeat received at ``now_ms``: the SESSION deadline becomes
+        ``now_ms + session_timeout_ms`` (``session_timeout_ms`` >= 0, ``ValueError`` if the
+        sum overflows int64). ``now_ms`` only dates the heartbeat; it does not move time."""
+
+    def heartbeat_many(
+        self,
+        groups: str | Iterable[str],
+        members: Iterable[str],
+        now_ms: int,
+        session_timeout_ms: int | _Ints,
+    ) -> None:
+        """Many heartbeats received at ``now_ms``, in one call across the FFI.
+
+        ``groups`` is one str (every member is in that group) or a sequence parallel to
+        ``members``; ``session_timeout_ms`` is one int or a parallel sequence/buffer.
+        Equivalent to ``heartbeat`` for each member in order; validated in full before
+        anything changes.
+        """
+
+    def expect_join(self, group: str, member: str, deadline_ms: int) -> None:
+        """Set the member's JOIN deadline, replacing a previous one."""
+
+    def expect_sync(self, group: str, member: str, deadline_ms: int) -> None:
+        """Set the member's SYNC deadline, replacing a previous one."""
+
+    def clear(self, group: str, member: str, kind: _Kind | None = None) -> bool:
+        """Clear the member's deadline of ``kind`` (all three if ``None``); return whether
+        anything was pending."""
+
+    def remove_group(self, group: str) -> int:
+        """Drop every deadline of every member of ``group``; return how many members it had."""
+
+    def expire(self, now_ms: int) -> list[Expired]:
+        """Move time to ``now_ms`` and return every deadline <= ``now_ms`` as ``Expired``,
+        in expiry order; they are no longer pending. Kinds are independent: an expired
+        SESSION leaves the member's JOIN/SYNC deadlines pending.
+
+        Raises ``ValueError`` if ``now_ms`` is before the current time.
+        """
+
+    def deadline(self, group: str, member: str, kind: _Kind) -> int | None:
+        """The member's pending deadline of ``kind``, or ``None``."""
+
+    def next_deadline(self) -> int | None:
+        """The earliest pending deadline (exact), or ``None``."""
+
+    def __len__(self) -> int:
+        """Number of pending deadlines (0 to 3 per member)."""
+
+    def __contains__(self, item: object, /) -> bool:
+        """``(group, member) in table``: whether the member has a pending deadline."""
+
+# =====================================================================================
+# END timer wheel & member expiry
+# =====================================================================================
+
 # =====================================================================================
 # BEGIN assignors  (rust/src/bindings/assign.rs)
 # =====================================================================================
