@@ -50,7 +50,7 @@ def test_kip345_static_rejoin_of_stable_group_with_same_metadata_does_not_rebala
 
 def test_kip345_replaced_member_id_is_fenced() -> None:
     h = Harness()
-    a, b = _static_group(h)
+    _a, b = _static_group(h)
     b2 = _restart_client(h, b)
     b2.joined(b2.join())
     assert b.heartbeat().error is FencedInstanceIdError
@@ -117,7 +117,7 @@ def test_kip814_static_leader_rejoin_v9_is_told_to_skip_assignment() -> None:
 
 def test_static_leader_rejoin_before_v9_is_given_the_old_leader_id() -> None:
     h = Harness()
-    a, b = _static_group(h, version=8)
+    a, _b = _static_group(h, version=8)
     a2 = _restart_client(h, a)
     resp = a2.joined(a2.join())
     assert resp.error is None and resp.skip_assignment is False
@@ -141,7 +141,7 @@ def test_static_rejoin_that_changes_the_selected_protocol_rebalances() -> None:
 def test_static_rejoin_with_new_subscription_but_same_protocol_does_not_rebalance() -> None:
     # Kafka only checks whether the selected protocol would change, not the metadata.
     h = Harness()
-    a, b = _static_group(h)
+    _a, b = _static_group(h)
     b2 = _restart_client(h, b, topics=("t", "u"))
     resp = h.response(b2.join())
     assert resp.error is None
@@ -201,7 +201,7 @@ def test_static_members_that_did_not_rejoin_stay_in_the_group() -> None:
 
 def test_static_member_removed_by_group_instance_id_alone() -> None:
     h = Harness()
-    a, b = _static_group(h)
+    a, _b = _static_group(h)
     resp = h.send(
         LeaveGroupRequest(
             version=4,
@@ -221,5 +221,5 @@ def test_static_member_removed_by_group_instance_id_alone() -> None:
 
 def test_unknown_group_instance_id_with_a_member_id_is_unknown_member_id() -> None:
     h = Harness()
-    a, b = _static_group(h)
+    a, _b = _static_group(h)
     assert a.heartbeat(group_instance_id="other").error is UnknownMemberIdError
