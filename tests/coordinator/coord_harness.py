@@ -208,6 +208,8 @@ class FakeMember:
         return resp  # type: ignore[no-any-return]
 
     def compute_assignment(self) -> tuple[tuple[str, bytes], ...]:
+        if self.protocol_type != "consumer":
+            return tuple((m.member_id, m.member_id.encode()) for m in self.join_members)
         subs = {m.member_id: m.metadata for m in self.join_members}
         out = self.assignor.assign_encoded(self.partitions_per_topic, subs)
         return tuple(out.items())
