@@ -166,7 +166,7 @@ def test_config_from_dict_and_validation() -> None:
     assert c.group_max_size == 5 and c.group_min_session_timeout_ms == 10
     with pytest.raises(ConfigError, match="unknown"):
         CoordinatorConfig.from_dict({"session.timeout.ms": 1})
-    with pytest.raises(ConfigError, match="group.max.size"):
+    with pytest.raises(ConfigError, match=r"group\.max\.size"):
         CoordinatorConfig.from_dict({"group.max.size": 0})
     with pytest.raises(ConfigError, match="must not exceed"):
         CoordinatorConfig.from_dict({"group.min.session.timeout.ms": 2_000_000})
