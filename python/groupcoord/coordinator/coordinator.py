@@ -22,6 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.config import CoordinatorConfig
+from groupcoord.coordinator.admin import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_list_groups,
+)
+from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
@@ -30,56 +36,22 @@ from groupcoord.coordinator.membership import (
     handle_sync_group,
 )
 from groupcoord.coordinator.messages import (
-    UNKNOWN_MEMBER_ID,
     AnyRequest,
     AnyResponse,
-    DeletableGroupResult,
     DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DescribedGroup,
-    DescribedGroupMember,
     DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    ErrorClass,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
-    ListedGroup,
     ListGroupsRequest,
-    ListGroupsResponse,
     OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
     OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
     SyncGroupRequest,
 )
-from groupcoord.coordinator.offsets import (
-    MemoryOffsetStore,
-    OffsetAndMetadata,
-    OffsetStore,
-    StoreError,
-)
+from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetAndMetadata, OffsetStore
 from groupcoord.coordinator.rebalance import MemberIdFactory, Rebalancer
 from groupcoord.coordinator.states import GroupState
-from groupcoord.errors import (
-    CoordinatorNotAvailableError,
-    GroupIdNotFoundError,
-    IllegalGenerationError,
-    InvalidPayload,
-    NonEmptyGroupError,
-    OffsetMetadataTooLargeError,
-    RebalanceInProgressError,
-    UnknownMemberIdError,
-)
-from groupcoord.protocol import decode_assignment, decode_subscription
-from groupcoord.types import Assignment, Subscription, TopicPartition
+from groupcoord.types import TopicPartition
 
 __all__ = [
     "GroupCoordinator",
@@ -90,12 +62,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("groupcoord.coordinator")
-
-_PREPARING = GroupState.PREPARING_REBALANCE
-_COMPLETING = GroupState.COMPLETING_REBALANCE
-_STABLE = GroupState.STABLE
-_EMPTY = GroupState.EMPTY
-_DEAD = GroupState.DEAD
 
 
 def default_member_id(client_id: str, group_instance_id: str | None) -> str:
@@ -148,13 +114,6 @@ class GroupSnapshot:
             if m.member_id == member_id:
                 return m
         return None
-
-
-def _metadata_length(metadata: str) -> int:
-    """Kafka compares ``String.length()``: UTF-16 code units, not bytes."""
-    if metadata.isascii():
-        return len(metadata)
-    return len(metadata.encode("utf-16-le")) // 2
 
 
 class GroupCoordinator:
@@ -339,261 +298,19 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ offsets
 
-    def _validate_offset_commit(
-        self, group: Group, generation: int, member_id: str, instance_id: str | None
-    ) -> ErrorClass:
-        """Kafka's ``validateOffsetCommit`` (plus REBALANCE_IN_PROGRESS while syncing)."""
-        state = group.state
-        if state is _DEAD:
-            return CoordinatorNotAvailableError
-        if generation < 0 and state is _EMPTY:
-            return None  # a simple consumer or an admin: no group management
-        if generation >= 0 or member_id != UNKNOWN_MEMBER_ID or instance_id is not None:
-            error = self._rb.validate_current_member(group, member_id, instance_id)
-            if error is not None:
-                return error
-            if generation != group.generation_id:
-                return IllegalGenerationError
-        elif state is not _EMPTY:
-            return UnknownMemberIdError  # only members commit for a non-empty group
-        if state is _COMPLETING:
-            return RebalanceInProgressError
-        return None
-
     def _offset_commit(self, req: OffsetCommitRequest) -> None:
-        rb = self._rb
-        now = rb.now
-        requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
-        for topic in req.topics:
-            for p in topic.partitions:
-                requested[TopicPartition(topic.name, p.partition_index)] = p
-        generation = req.generation_id_or_member_epoch
-        group = rb.groups.get(req.group_id)
-        error: ErrorClass = None
-        if group is None:
-            if generation < 0:
-                log.info("creating simple consumer group %s by offset commit", req.group_id)
-                group = rb.create_group(req.group_id)
-            else:
-                error = IllegalGenerationError
-        if group is not None:
-            error = self._validate_offset_commit(
-                group, generation, req.member_id, req.group_instance_id
-            )
-        results: dict[TopicPartition, ErrorClass] = dict.fromkeys(requested, error)
-        if error is None and group is not None:
-            member = group.members.get(req.member_id)
-            if member is not None and group.state in (_STABLE, _PREPARING):
-                rb.schedule_heartbeat(group, member)
-            self._store_offsets(group, req, requested, results, now)
-        by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
-        for tp, e in results.items():
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitResponsePartition(partition_index=tp.partition, error=e)
-            )
-        rb.out.append(
-            OffsetCommitResponse(
-                version=req.version,
-                correlation=req.correlation,
-                topics=tuple(
-                    OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-                    for name, parts in by_topic.items()
-                ),
-            )
-        )
-
-    def _store_offsets(
-        self,
-        group: Group,
-        req: OffsetCommitRequest,
-        requested: dict[TopicPartition, OffsetCommitRequestPartition],
-        results: dict[TopicPartition, ErrorClass],
-        now: int,
-    ) -> None:
-        max_metadata = self._rb.config.offset_metadata_max_bytes
-        expire = -1 if req.retention_time_ms == -1 else now + req.retention_time_ms
-        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, p in requested.items():
-            metadata = p.committed_metadata or ""
-            if _metadata_length(metadata) > max_metadata:
-                results[tp] = OffsetMetadataTooLargeError
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                committed_offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch,
-                metadata=metadata,
-                commit_timestamp_ms=now if p.commit_timestamp == -1 else p.commit_timestamp,
-                expire_timestamp_ms=expire,
-            )
-        if not offsets:
-            return
-        try:
-            self._rb.store.commit_offsets(group.group_id, offsets)
-        except StoreError as e:
-            log.warning("group %s: offset commit failed: %s", group.group_id, e)
-            for tp in offsets:
-                results[tp] = CoordinatorNotAvailableError
-            return
-        group.offsets.update(offsets)
+        handle_offset_commit(self._rb, req)
 
     def _offset_fetch(self, req: OffsetFetchRequest) -> None:
-        results = tuple(self._fetch_group(g) for g in req.requested_groups())
-        if req.version >= 8:
-            response = OffsetFetchResponse(
-                version=req.version, correlation=req.correlation, groups=results
-            )
-        else:
-            response = OffsetFetchResponse(
-                version=req.version,
-                correlation=req.correlation,
-                error=results[0].error,
-                topics=results[0].topics,
-            )
-        self._rb.out.append(response)
-
-    def _fetch_group(self, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
-        group = self._rb.groups.get(request.group_id)
-        offsets = {} if group is None or group.state is _DEAD else group.offsets
-        topics: list[OffsetFetchResponseTopic] = []
-        if request.topics is None:
-            by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
-            for tp in sorted(offsets):
-                by_topic.setdefault(tp.topic, []).append(_fetched(tp.partition, offsets[tp]))
-            topics = [
-                OffsetFetchResponseTopic(name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
-            ]
-        else:
-            for t in request.topics:
-                topics.append(
-                    OffsetFetchResponseTopic(
-                        name=t.name,
-                        partitions=tuple(
-                            _fetched(i, offsets.get(TopicPartition(t.name, i)))
-                            for i in t.partition_indexes
-                        ),
-                    )
-                )
-        return OffsetFetchResponseGroup(group_id=request.group_id, topics=tuple(topics))
+        handle_offset_fetch(self._rb, req)
 
     # ------------------------------------------------------------------ administration
 
     def _describe_groups(self, req: DescribeGroupsRequest) -> None:
-        self._rb.out.append(
-            DescribeGroupsResponse(
-                version=req.version,
-                correlation=req.correlation,
-                groups=tuple(self._describe(group_id) for group_id in req.groups),
-            )
-        )
-
-    def _describe(self, group_id: str) -> DescribedGroup:
-        group = self._rb.groups.get(group_id)
-        if group is None:
-            return DescribedGroup(
-                group_id=group_id, group_state=_DEAD.value, protocol_type="", protocol_data=""
-            )
-        stable = group.state is _STABLE and group.protocol_name is not None
-        consumer = group.protocol_type == "consumer"
-        members = []
-        for m in group.members.values():
-            metadata = m.metadata(group.protocol_name) if stable and group.protocol_name else b""
-            assignment = m.assignment if stable else b""
-            members.append(
-                DescribedGroupMember(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    member_metadata=metadata,
-                    member_assignment=assignment,
-                    subscription=_decode_subscription(metadata) if consumer else None,
-                    assignment=_decode_assignment(assignment) if consumer else None,
-                )
-            )
-        return DescribedGroup(
-            group_id=group_id,
-            group_state=group.state.value,
-            protocol_type=group.protocol_type or "",
-            protocol_data=(group.protocol_name or "") if stable else "",
-            members=tuple(members),
-        )
+        handle_describe_groups(self._rb, req)
 
     def _list_groups(self, req: ListGroupsRequest) -> None:
-        states = {s.lower() for s in req.states_filter}
-        types = {t.lower() for t in req.types_filter}
-        listed: list[ListedGroup] = []
-        if not types or "classic" in types:
-            for group in self._rb.groups.values():
-                if states and group.state.value.lower() not in states:
-                    continue
-                listed.append(
-                    ListedGroup(
-                        group_id=group.group_id,
-                        protocol_type=group.protocol_type or "",
-                        group_state=group.state.value,
-                    )
-                )
-        self._rb.out.append(
-            ListGroupsResponse(
-                version=req.version, correlation=req.correlation, groups=tuple(listed)
-            )
-        )
+        handle_list_groups(self._rb, req)
 
     def _delete_groups(self, req: DeleteGroupsRequest) -> None:
-        rb = self._rb
-        results: list[DeletableGroupResult] = []
-        for group_id in dict.fromkeys(req.groups_names):
-            group = rb.groups.get(group_id)
-            error: ErrorClass
-            if group is None or group.state is _DEAD:
-                error = GroupIdNotFoundError
-            elif group.state is not _EMPTY:
-                error = NonEmptyGroupError
-            else:
-                try:
-                    rb.store.delete_group(group_id)
-                except StoreError as e:
-                    log.warning("group %s: delete failed: %s", group_id, e)
-                    error = CoordinatorNotAvailableError
-                else:
-                    group.transition_to(_DEAD, rb.now)
-                    del rb.groups[group_id]
-                    rb.expiry.remove_group(group_id)
-                    log.info("group %s deleted (%d offsets)", group_id, len(group.offsets))
-                    error = None
-            results.append(DeletableGroupResult(group_id=group_id, error=error))
-        rb.out.append(
-            DeleteGroupsResponse(
-                version=req.version, correlation=req.correlation, results=tuple(results)
-            )
-        )
-
-
-def _fetched(partition: int, offset: OffsetAndMetadata | None) -> OffsetFetchResponsePartition:
-    if offset is None:
-        return OffsetFetchResponsePartition(partition_index=partition)
-    return OffsetFetchResponsePartition(
-        partition_index=partition,
-        committed_offset=offset.committed_offset,
-        committed_leader_epoch=offset.leader_epoch,
-        metadata=offset.metadata,
-    )
-
-
-def _decode_subscription(data: bytes) -> Subscription | None:
-    if not data:
-        return None
-    try:
-        return decode_subscription(data)
-    except InvalidPayload:
-        return None
-
-
-def _decode_assignment(data: bytes) -> Assignment | None:
-    if not data:
-        return None
-    try:
-        return decode_assignment(data)
-    except InvalidPayload:
-        return None
+        handle_delete_groups(self._rb, req)
