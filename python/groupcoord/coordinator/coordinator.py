@@ -127,7 +127,7 @@ class GroupCoordinator:
     reproducible). ``now_ms``: the current time.
     """
 
-    __slots__ = ("_dispatch", "_rb")
+    __slots__ = ("_rb",)
 
     def __init__(
         self,
@@ -148,17 +148,6 @@ class GroupCoordinator:
             default_member_id if member_id_factory is None else member_id_factory,
             now_ms,
         )
-        self._dispatch: dict[type[Any], Callable[[Any], None]] = {
-            JoinGroupRequest: self._join_group,
-            SyncGroupRequest: self._sync_group,
-            HeartbeatRequest: self._heartbeat,
-            LeaveGroupRequest: self._leave_group,
-            OffsetCommitRequest: self._offset_commit,
-            OffsetFetchRequest: self._offset_fetch,
-            DescribeGroupsRequest: self._describe_groups,
-            ListGroupsRequest: self._list_groups,
-            DeleteGroupsRequest: self._delete_groups,
-        }
         self._load()
 
     # ------------------------------------------------------------------ public API
@@ -184,12 +173,17 @@ class GroupCoordinator:
         after the commit is durable. ``now_ms`` must not go backwards (``ValueError``);
         an unknown request type raises ``TypeError``.
         """
-        handler = self._dispatch.get(type(request))
+        handler = _HANDLERS.get(type(request))
         if handler is None:
             raise TypeError(f"not a coordinator request: {type(request).__name__}")
-        self._advance(now_ms)
-        handler(request)
-        return self._take()
+        rb = self._rb
+        if now_ms != rb.now:
+            _check_time(rb, now_ms)
+        rb.expire(now_ms)
+        handler(rb, request)
+        out = rb.out
+        rb.out = []
+        return out
 
     def tick(self, now_ms: int) -> list[AnyResponse]:
         """Act on every deadline up to ``now_ms``; return the responses released."""
@@ -252,10 +246,7 @@ class GroupCoordinator:
 
     def _advance(self, now_ms: int) -> None:
         rb = self._rb
-        if isinstance(now_ms, bool) or not isinstance(now_ms, int):
-            raise TypeError(f"now_ms must be an int, not {type(now_ms).__name__}")
-        if now_ms < rb.now:
-            raise ValueError(f"time went backwards: now_ms={now_ms} < {rb.now}")
+        _check_time(rb, now_ms)
         rb.expire(now_ms)
 
     def _take(self) -> list[AnyResponse]:
@@ -282,35 +273,23 @@ class GroupCoordinator:
         if rb.groups:
             log.info("loaded %d groups", len(rb.groups))
 
-    # ------------------------------------------------------------------ membership
 
-    def _join_group(self, req: JoinGroupRequest) -> None:
-        handle_join_group(self._rb, req)
+def _check_time(rb: Rebalancer, now_ms: int) -> None:
+    if isinstance(now_ms, bool) or not isinstance(now_ms, int):
+        raise TypeError(f"now_ms must be an int, not {type(now_ms).__name__}")
+    if now_ms < rb.now:
+        raise ValueError(f"time went backwards: now_ms={now_ms} < {rb.now}")
 
-    def _sync_group(self, req: SyncGroupRequest) -> None:
-        handle_sync_group(self._rb, req)
 
-    def _heartbeat(self, req: HeartbeatRequest) -> None:
-        handle_heartbeat(self._rb, req)
-
-    def _leave_group(self, req: LeaveGroupRequest) -> None:
-        handle_leave_group(self._rb, req)
-
-    # ------------------------------------------------------------------ offsets
-
-    def _offset_commit(self, req: OffsetCommitRequest) -> None:
-        handle_offset_commit(self._rb, req)
-
-    def _offset_fetch(self, req: OffsetFetchRequest) -> None:
-        handle_offset_fetch(self._rb, req)
-
-    # ------------------------------------------------------------------ administration
-
-    def _describe_groups(self, req: DescribeGroupsRequest) -> None:
-        handle_describe_groups(self._rb, req)
-
-    def _list_groups(self, req: ListGroupsRequest) -> None:
-        handle_list_groups(self._rb, req)
-
-    def _delete_groups(self, req: DeleteGroupsRequest) -> None:
-        handle_delete_groups(self._rb, req)
+#: request type -> handler(rebalancer, request); the handlers append their responses.
+_HANDLERS: dict[type[Any], Callable[[Rebalancer, Any], None]] = {
+    JoinGroupRequest: handle_join_group,
+    SyncGroupRequest: handle_sync_group,
+    HeartbeatRequest: handle_heartbeat,
+    LeaveGroupRequest: handle_leave_group,
+    OffsetCommitRequest: handle_offset_commit,
+    OffsetFetchRequest: handle_offset_fetch,
+    DescribeGroupsRequest: handle_describe_groups,
+    ListGroupsRequest: handle_list_groups,
+    DeleteGroupsRequest: handle_delete_groups,
+}

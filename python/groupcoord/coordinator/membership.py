@@ -134,6 +134,17 @@ def _complete_sync(rb: Rebalancer, group: Group, req: SyncGroupRequest) -> None:
 
 
 def handle_heartbeat(rb: Rebalancer, req: HeartbeatRequest) -> None:
+    group = rb.groups.get(req.group_id)
+    if group is not None and group.state is _STABLE and req.generation_id == group.generation_id:
+        # The hot path: a current member of a Stable group.
+        member = group.members.get(req.member_id)
+        instance_id = req.group_instance_id
+        if member is not None and (
+            instance_id is None or group.static_members.get(instance_id) == req.member_id
+        ):
+            rb.expiry.heartbeat(req.group_id, req.member_id, rb.now, member.session_timeout_ms)
+            rb.out.append(HeartbeatResponse(version=req.version, correlation=req.correlation))
+            return
     rb.out.append(
         HeartbeatResponse(
             version=req.version, correlation=req.correlation, error=_heartbeat(rb, req)
