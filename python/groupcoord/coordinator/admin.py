@@ -1,0 +1,148 @@
+"""DescribeGroups (v0-v5), ListGroups (v0-v5) and DeleteGroups (v0-v2)."""
+
+from __future__ import annotations
+
+import logging
+
+from groupcoord.coordinator.messages import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ErrorClass,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from groupcoord.coordinator.offsets import StoreError
+from groupcoord.coordinator.rebalance import Rebalancer
+from groupcoord.coordinator.states import GroupState
+from groupcoord.errors import (
+    CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
+    InvalidPayload,
+    NonEmptyGroupError,
+)
+from groupcoord.protocol import decode_assignment, decode_subscription
+from groupcoord.types import Assignment, Subscription
+
+__all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
+
+log = logging.getLogger("groupcoord.coordinator")
+
+_STABLE = GroupState.STABLE
+_EMPTY = GroupState.EMPTY
+_DEAD = GroupState.DEAD
+
+
+def handle_describe_groups(rb: Rebalancer, req: DescribeGroupsRequest) -> None:
+    rb.out.append(
+        DescribeGroupsResponse(
+            version=req.version,
+            correlation=req.correlation,
+            groups=tuple(_describe(rb, group_id) for group_id in req.groups),
+        )
+    )
+
+
+def _describe(rb: Rebalancer, group_id: str) -> DescribedGroup:
+    group = rb.groups.get(group_id)
+    if group is None:
+        return DescribedGroup(
+            group_id=group_id, group_state=_DEAD.value, protocol_type="", protocol_data=""
+        )
+    stable = group.state is _STABLE and group.protocol_name is not None
+    consumer = group.protocol_type == "consumer"
+    members = []
+    for m in group.members.values():
+        metadata = m.metadata(group.protocol_name) if stable and group.protocol_name else b""
+        assignment = m.assignment if stable else b""
+        members.append(
+            DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=metadata,
+                member_assignment=assignment,
+                subscription=_decode_subscription(metadata) if consumer else None,
+                assignment=_decode_assignment(assignment) if consumer else None,
+            )
+        )
+    return DescribedGroup(
+        group_id=group_id,
+        group_state=group.state.value,
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=tuple(members),
+    )
+
+
+def handle_list_groups(rb: Rebalancer, req: ListGroupsRequest) -> None:
+    states = {s.lower() for s in req.states_filter}
+    types = {t.lower() for t in req.types_filter}
+    listed: list[ListedGroup] = []
+    if not types or "classic" in types:
+        for group in rb.groups.values():
+            if states and group.state.value.lower() not in states:
+                continue
+            listed.append(
+                ListedGroup(
+                    group_id=group.group_id,
+                    protocol_type=group.protocol_type or "",
+                    group_state=group.state.value,
+                )
+            )
+    rb.out.append(
+        ListGroupsResponse(version=req.version, correlation=req.correlation, groups=tuple(listed))
+    )
+
+
+def handle_delete_groups(rb: Rebalancer, req: DeleteGroupsRequest) -> None:
+    results: list[DeletableGroupResult] = []
+    for group_id in dict.fromkeys(req.groups_names):
+        group = rb.groups.get(group_id)
+        error: ErrorClass
+        if group is None or group.state is _DEAD:
+            error = GroupIdNotFoundError
+        elif group.state is not _EMPTY:
+            error = NonEmptyGroupError
+        else:
+            try:
+                rb.store.delete_group(group_id)
+            except StoreError as e:
+                log.warning("group %s: delete failed: %s", group_id, e)
+                error = CoordinatorNotAvailableError
+            else:
+                group.transition_to(_DEAD, rb.now)
+                del rb.groups[group_id]
+                rb.expiry.remove_group(group_id)
+                log.info("group %s deleted (%d offsets)", group_id, len(group.offsets))
+                error = None
+        results.append(DeletableGroupResult(group_id=group_id, error=error))
+    rb.out.append(
+        DeleteGroupsResponse(
+            version=req.version, correlation=req.correlation, results=tuple(results)
+        )
+    )
+
+
+def _decode_subscription(data: bytes) -> Subscription | None:
+    if not data:
+        return None
+    try:
+        return decode_subscription(data)
+    except InvalidPayload:
+        return None
+
+
+def _decode_assignment(data: bytes) -> Assignment | None:
+    if not data:
+        return None
+    try:
+        return decode_assignment(data)
+    except InvalidPayload:
+        return None

@@ -1,0 +1,206 @@
+"""OffsetCommit (v0-v9) and OffsetFetch (v0-v9), as Kafka's classic coordinator handles them.
+
+A commit is fenced by generation and member (simple consumers and admins commit with
+generation -1 while the group is Empty), checked against offset.metadata.max.bytes, and
+written to the store; the response is built only after the store returned, so with a
+durable store an acknowledged commit is durable. Fetches are served from memory.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.messages import (
+    UNKNOWN_MEMBER_ID,
+    ErrorClass,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+from groupcoord.coordinator.offsets import OffsetAndMetadata, StoreError
+from groupcoord.coordinator.rebalance import Rebalancer
+from groupcoord.coordinator.states import GroupState
+from groupcoord.errors import (
+    CoordinatorNotAvailableError,
+    IllegalGenerationError,
+    OffsetMetadataTooLargeError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
+from groupcoord.types import TopicPartition
+
+__all__ = ["handle_offset_commit", "handle_offset_fetch"]
+
+log = logging.getLogger("groupcoord.coordinator")
+
+_PREPARING = GroupState.PREPARING_REBALANCE
+_COMPLETING = GroupState.COMPLETING_REBALANCE
+_STABLE = GroupState.STABLE
+_EMPTY = GroupState.EMPTY
+_DEAD = GroupState.DEAD
+
+
+def _metadata_length(metadata: str) -> int:
+    """Kafka compares ``String.length()``: UTF-16 code units, not bytes."""
+    if metadata.isascii():
+        return len(metadata)
+    return len(metadata.encode("utf-16-le")) // 2
+
+
+def _validate_offset_commit(
+    rb: Rebalancer, group: Group, generation: int, member_id: str, instance_id: str | None
+) -> ErrorClass:
+    """Kafka's ``validateOffsetCommit`` (plus REBALANCE_IN_PROGRESS while syncing)."""
+    state = group.state
+    if state is _DEAD:
+        return CoordinatorNotAvailableError
+    if generation < 0 and state is _EMPTY:
+        return None  # a simple consumer or an admin: no group management
+    if generation >= 0 or member_id != UNKNOWN_MEMBER_ID or instance_id is not None:
+        error = rb.validate_current_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation != group.generation_id:
+            return IllegalGenerationError
+    elif state is not _EMPTY:
+        return UnknownMemberIdError  # only members commit for a non-empty group
+    if state is _COMPLETING:
+        return RebalanceInProgressError
+    return None
+
+
+def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
+    now = rb.now
+    requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
+    for topic in req.topics:
+        for p in topic.partitions:
+            requested[TopicPartition(topic.name, p.partition_index)] = p
+    generation = req.generation_id_or_member_epoch
+    group = rb.groups.get(req.group_id)
+    error: ErrorClass = None
+    if group is None:
+        if generation < 0:
+            log.info("creating simple consumer group %s by offset commit", req.group_id)
+            group = rb.create_group(req.group_id)
+        else:
+            error = IllegalGenerationError
+    if group is not None:
+        error = _validate_offset_commit(rb, group, generation, req.member_id, req.group_instance_id)
+    results: dict[TopicPartition, ErrorClass] = dict.fromkeys(requested, error)
+    if error is None and group is not None:
+        member = group.members.get(req.member_id)
+        if member is not None and group.state in (_STABLE, _PREPARING):
+            rb.schedule_heartbeat(group, member)
+        _store_offsets(rb, group, req, requested, results, now)
+    by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
+    for tp, e in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitResponsePartition(partition_index=tp.partition, error=e)
+        )
+    rb.out.append(
+        OffsetCommitResponse(
+            version=req.version,
+            correlation=req.correlation,
+            topics=tuple(
+                OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+    )
+
+
+def _store_offsets(
+    rb: Rebalancer,
+    group: Group,
+    req: OffsetCommitRequest,
+    requested: dict[TopicPartition, OffsetCommitRequestPartition],
+    results: dict[TopicPartition, ErrorClass],
+    now: int,
+) -> None:
+    max_metadata = rb.config.offset_metadata_max_bytes
+    expire = -1 if req.retention_time_ms == -1 else now + req.retention_time_ms
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, p in requested.items():
+        metadata = p.committed_metadata or ""
+        if _metadata_length(metadata) > max_metadata:
+            results[tp] = OffsetMetadataTooLargeError
+            continue
+        offsets[tp] = OffsetAndMetadata(
+            committed_offset=p.committed_offset,
+            leader_epoch=p.committed_leader_epoch,
+            metadata=metadata,
+            commit_timestamp_ms=now if p.commit_timestamp == -1 else p.commit_timestamp,
+            expire_timestamp_ms=expire,
+        )
+    if not offsets:
+        return
+    try:
+        rb.store.commit_offsets(group.group_id, offsets)
+    except StoreError as e:
+        log.warning("group %s: offset commit failed: %s", group.group_id, e)
+        for tp in offsets:
+            results[tp] = CoordinatorNotAvailableError
+        return
+    group.offsets.update(offsets)
+
+
+def handle_offset_fetch(rb: Rebalancer, req: OffsetFetchRequest) -> None:
+    results = tuple(_fetch_group(rb, g) for g in req.requested_groups())
+    if req.version >= 8:
+        response = OffsetFetchResponse(
+            version=req.version, correlation=req.correlation, groups=results
+        )
+    else:
+        response = OffsetFetchResponse(
+            version=req.version,
+            correlation=req.correlation,
+            error=results[0].error,
+            topics=results[0].topics,
+        )
+    rb.out.append(response)
+
+
+def _fetch_group(rb: Rebalancer, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+    group = rb.groups.get(request.group_id)
+    offsets = {} if group is None or group.state is _DEAD else group.offsets
+    topics: list[OffsetFetchResponseTopic] = []
+    if request.topics is None:
+        by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
+        for tp in sorted(offsets):
+            by_topic.setdefault(tp.topic, []).append(_fetched(tp.partition, offsets[tp]))
+        topics = [
+            OffsetFetchResponseTopic(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ]
+    else:
+        for t in request.topics:
+            topics.append(
+                OffsetFetchResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        _fetched(i, offsets.get(TopicPartition(t.name, i)))
+                        for i in t.partition_indexes
+                    ),
+                )
+            )
+    return OffsetFetchResponseGroup(group_id=request.group_id, topics=tuple(topics))
+
+
+def _fetched(partition: int, offset: OffsetAndMetadata | None) -> OffsetFetchResponsePartition:
+    if offset is None:
+        return OffsetFetchResponsePartition(partition_index=partition)
+    return OffsetFetchResponsePartition(
+        partition_index=partition,
+        committed_offset=offset.committed_offset,
+        committed_leader_epoch=offset.leader_epoch,
+        metadata=offset.metadata,
+    )

@@ -1,0 +1,295 @@
+"""The sans-IO classic group coordinator.
+
+:class:`GroupCoordinator` is a state machine: requests and time go in, responses come out.
+It never reads a clock, sleeps, opens a socket or starts a thread; the caller says what
+time it is (``now_ms``) on every call and asks :meth:`~GroupCoordinator.next_deadline` when
+to call :meth:`~GroupCoordinator.tick` next. A wire server, the client tests and the
+simulator all drive this one object.
+
+Responses may be released later than their request: a JoinGroup waits for the join phase
+to end and a follower's SyncGroup for the leader's assignment, so a call returns the
+responses released *now*, for this request and for earlier ones. Each carries its
+request's ``correlation``. Every request gets exactly one response.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.config import CoordinatorConfig
+from groupcoord.coordinator.admin import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_list_groups,
+)
+from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
+from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.join import handle_join_group
+from groupcoord.coordinator.membership import (
+    handle_heartbeat,
+    handle_leave_group,
+    handle_sync_group,
+)
+from groupcoord.coordinator.messages import (
+    AnyRequest,
+    AnyResponse,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetAndMetadata, OffsetStore
+from groupcoord.coordinator.rebalance import MemberIdFactory, Rebalancer
+from groupcoord.coordinator.states import GroupState
+from groupcoord.types import TopicPartition
+
+__all__ = [
+    "GroupCoordinator",
+    "GroupSnapshot",
+    "MemberSnapshot",
+    "SequentialMemberIds",
+    "default_member_id",
+]
+
+log = logging.getLogger("groupcoord.coordinator")
+
+
+def default_member_id(client_id: str, group_instance_id: str | None) -> str:
+    """Kafka's member ids: ``client_id-<uuid4>`` (static members: ``instance_id-<uuid4>``)."""
+    return f"{group_instance_id if group_instance_id is not None else client_id}-{uuid.uuid4()}"
+
+
+class SequentialMemberIds:
+    """Reproducible member ids, ``client_id-1``, ``client_id-2``, ... (one counter for all),
+    for tests and the simulator. ``start`` lets a restarted coordinator avoid old ids."""
+
+    __slots__ = ("_counter",)
+
+    def __init__(self, start: int = 1) -> None:
+        self._counter = itertools.count(start)
+
+    def __call__(self, client_id: str, group_instance_id: str | None) -> str:
+        prefix = group_instance_id if group_instance_id is not None else client_id
+        return f"{prefix or 'member'}-{next(self._counter)}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSnapshot:
+    member_id: str
+    group_instance_id: str | None
+    assignment: bytes
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    awaiting_join: bool
+    awaiting_sync: bool
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """A read-only view of one group, for tests, metrics and the simulator."""
+
+    group_id: str
+    state: GroupState
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+    members: tuple[MemberSnapshot, ...]
+    pending_members: tuple[str, ...]
+    pending_sync: tuple[str, ...]
+
+    def member(self, member_id: str) -> MemberSnapshot | None:
+        for m in self.members:
+            if m.member_id == member_id:
+                return m
+        return None
+
+
+class GroupCoordinator:
+    """Kafka's classic group coordinator as a pure state machine.
+
+    ``config``: a :class:`~groupcoord.config.CoordinatorConfig`, or a mapping of Kafka
+    setting names (``{"group.initial.rebalance.delay.ms": 0}``). ``store``: where offsets
+    and group metadata go (default: a new :class:`MemoryOffsetStore`); whatever it holds is
+    loaded now, as after a restart. ``member_id_factory(client_id, group_instance_id)``
+    makes member ids (default :func:`default_member_id`; :class:`SequentialMemberIds` is
+    reproducible). ``now_ms``: the current time.
+    """
+
+    __slots__ = ("_rb",)
+
+    def __init__(
+        self,
+        config: CoordinatorConfig | Mapping[str, object] | None = None,
+        store: OffsetStore | None = None,
+        member_id_factory: MemberIdFactory | None = None,
+        now_ms: int = 0,
+    ) -> None:
+        if config is None:
+            config = CoordinatorConfig()
+        elif not isinstance(config, CoordinatorConfig):
+            config = CoordinatorConfig.from_dict(config)
+        if isinstance(now_ms, bool) or not isinstance(now_ms, int):
+            raise TypeError(f"now_ms must be an int, not {type(now_ms).__name__}")
+        self._rb = Rebalancer(
+            config,
+            MemoryOffsetStore() if store is None else store,
+            default_member_id if member_id_factory is None else member_id_factory,
+            now_ms,
+        )
+        self._load()
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self._rb.config
+
+    @property
+    def store(self) -> OffsetStore:
+        return self._rb.store
+
+    @property
+    def now_ms(self) -> int:
+        """The latest time the coordinator was told."""
+        return self._rb.now
+
+    def handle(self, request: AnyRequest, now_ms: int) -> list[AnyResponse]:
+        """Handle ``request`` at ``now_ms``; return every response released now.
+
+        Deadlines that passed by ``now_ms`` take effect first, as if :meth:`tick` had been
+        called on time. With a durable store, an OffsetCommit response is returned only
+        after the commit is durable. ``now_ms`` must not go backwards (``ValueError``);
+        an unknown request type raises ``TypeError``.
+        """
+        handler = _HANDLERS.get(type(request))
+        if handler is None:
+            raise TypeError(f"not a coordinator request: {type(request).__name__}")
+        rb = self._rb
+        if now_ms != rb.now:
+            _check_time(rb, now_ms)
+        rb.expire(now_ms)
+        handler(rb, request)
+        out = rb.out
+        rb.out = []
+        return out
+
+    def tick(self, now_ms: int) -> list[AnyResponse]:
+        """Act on every deadline up to ``now_ms``; return the responses released."""
+        self._advance(now_ms)
+        return self._take()
+
+    def next_deadline(self) -> int | None:
+        """When :meth:`tick` should next be called (``None``: nothing is pending)."""
+        return self._rb.expiry.next_deadline()
+
+    def group_ids(self) -> list[str]:
+        return list(self._rb.groups)
+
+    def snapshot(self, group_id: str) -> GroupSnapshot | None:
+        """A read-only view of a group (``None`` if the coordinator does not know it)."""
+        group = self._rb.groups.get(group_id)
+        if group is None:
+            return None
+        return GroupSnapshot(
+            group_id=group.group_id,
+            state=group.state,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader_id=group.leader_id,
+            members=tuple(
+                MemberSnapshot(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    assignment=m.assignment,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    awaiting_join=m.awaiting_join,
+                    awaiting_sync=m.awaiting_sync,
+                    is_new=m.is_new,
+                )
+                for m in group.members.values()
+            ),
+            pending_members=tuple(group.pending_members),
+            pending_sync=tuple(group.pending_sync),
+        )
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (a copy)."""
+        group = self._rb.groups.get(group_id)
+        return {} if group is None else dict(group.offsets)
+
+    def close(self) -> None:
+        """Close the store."""
+        self._rb.store.close()
+
+    def __repr__(self) -> str:
+        rb = self._rb
+        return (
+            f"GroupCoordinator(now_ms={rb.now}, groups={len(rb.groups)}, "
+            f"next_deadline={self.next_deadline()})"
+        )
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _advance(self, now_ms: int) -> None:
+        rb = self._rb
+        _check_time(rb, now_ms)
+        rb.expire(now_ms)
+
+    def _take(self) -> list[AnyResponse]:
+        rb = self._rb
+        out = rb.out
+        rb.out = []
+        return out
+
+    def _load(self) -> None:
+        """Start from what the store holds (Kafka's group load on election)."""
+        rb = self._rb
+        stored = rb.store.load()
+        for group_id, record in stored.groups.items():
+            group = Group.from_record(record, rb.now)
+            rb.groups[group_id] = group
+            for member in group.members.values():
+                rb.schedule_heartbeat(group, member)
+        for group_id, offsets in stored.offsets.items():
+            group = rb.groups.get(group_id) or rb.create_group(group_id)
+            group.offsets.update(offsets)
+        for group in rb.groups.values():
+            if group.size > rb.config.group_max_size:
+                rb.prepare_rebalance(group, "loaded group is over group.max.size")
+        if rb.groups:
+            log.info("loaded %d groups", len(rb.groups))
+
+
+def _check_time(rb: Rebalancer, now_ms: int) -> None:
+    if isinstance(now_ms, bool) or not isinstance(now_ms, int):
+        raise TypeError(f"now_ms must be an int, not {type(now_ms).__name__}")
+    if now_ms < rb.now:
+        raise ValueError(f"time went backwards: now_ms={now_ms} < {rb.now}")
+
+
+#: request type -> handler(rebalancer, request); the handlers append their responses.
+_HANDLERS: dict[type[Any], Callable[[Rebalancer, Any], None]] = {
+    JoinGroupRequest: handle_join_group,
+    SyncGroupRequest: handle_sync_group,
+    HeartbeatRequest: handle_heartbeat,
+    LeaveGroupRequest: handle_leave_group,
+    OffsetCommitRequest: handle_offset_commit,
+    OffsetFetchRequest: handle_offset_fetch,
+    DescribeGroupsRequest: handle_describe_groups,
+    ListGroupsRequest: handle_list_groups,
+    DeleteGroupsRequest: handle_delete_groups,
+}

@@ -1,0 +1,111 @@
+"""Requests validate themselves; responses carry Kafka's error codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groupcoord import errors
+from groupcoord.coordinator import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+
+MINIMAL: dict[type[Any], dict[str, Any]] = {
+    JoinGroupRequest: dict(
+        group_id="g",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=(("range", b""),),
+    ),
+    SyncGroupRequest: dict(group_id="g", generation_id=1, member_id="m"),
+    HeartbeatRequest: dict(group_id="g", generation_id=1, member_id="m"),
+    LeaveGroupRequest: dict(group_id="g"),
+    OffsetCommitRequest: dict(group_id="g", topics=()),
+    OffsetFetchRequest: dict(group_id="g"),
+    DescribeGroupsRequest: dict(groups=("g",)),
+    ListGroupsRequest: dict(),
+    DeleteGroupsRequest: dict(groups_names=("g",)),
+}
+API_KEYS = {
+    JoinGroupRequest: (11, 9),
+    SyncGroupRequest: (14, 5),
+    HeartbeatRequest: (12, 4),
+    LeaveGroupRequest: (13, 5),
+    OffsetCommitRequest: (8, 9),
+    OffsetFetchRequest: (9, 9),
+    DescribeGroupsRequest: (15, 5),
+    ListGroupsRequest: (16, 5),
+    DeleteGroupsRequest: (42, 2),
+}
+
+
+@pytest.mark.parametrize("cls", list(MINIMAL), ids=lambda c: c.__name__)
+def test_every_request_accepts_exactly_its_versions(cls: type[Any]) -> None:
+    api_key, max_version = API_KEYS[cls]
+    assert (api_key, max_version) == (cls.API_KEY, cls.MAX_VERSION)
+    fields = MINIMAL[cls]
+    for version in range(max_version + 1):
+        if cls is OffsetFetchRequest and version >= 8:
+            req = cls(version=version, correlation=("c", version))
+        else:
+            req = cls(version=version, correlation=("c", version), **fields)
+        assert req.version == version and req.correlation == ("c", version)
+    for bad in (-1, max_version + 1):
+        with pytest.raises(errors.UnsupportedVersionError):
+            cls(version=bad, **fields)
+    with pytest.raises(TypeError):
+        cls(version="1", **fields)
+
+
+def test_requests_are_frozen_slotted_and_keyword_only() -> None:
+    req = HeartbeatRequest(version=4, group_id="g", generation_id=1, member_id="m")
+    with pytest.raises(AttributeError):
+        req.member_id = "x"  # type: ignore[misc]
+    assert not hasattr(req, "__dict__")
+    with pytest.raises(TypeError):
+        HeartbeatRequest(4, "g", 1, "m")  # type: ignore[call-arg,misc]
+
+
+def test_fields_checked_by_type() -> None:
+    with pytest.raises(TypeError):
+        HeartbeatRequest(version=4, group_id=b"g", generation_id=1, member_id="m")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        HeartbeatRequest(version=4, group_id="g", generation_id=2**31, member_id="m")
+    with pytest.raises(TypeError):
+        DescribeGroupsRequest(version=1, groups="g")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        SyncGroupRequest(
+            version=1, group_id="g", generation_id=1, member_id="m", assignments=(("m", 1),)
+        )  # type: ignore[arg-type]
+
+
+def test_error_codes_are_kafkas() -> None:
+    assert HeartbeatResponse(version=0).error_code == 0
+    for cls, code, name in [
+        (errors.UnknownMemberIdError, 25, "UNKNOWN_MEMBER_ID"),
+        (errors.IllegalGenerationError, 22, "ILLEGAL_GENERATION"),
+        (errors.RebalanceInProgressError, 27, "REBALANCE_IN_PROGRESS"),
+        (errors.MemberIdRequiredError, 79, "MEMBER_ID_REQUIRED"),
+        (errors.FencedInstanceIdError, 82, "FENCED_INSTANCE_ID"),
+        (errors.GroupMaxSizeReachedError, 81, "GROUP_MAX_SIZE_REACHED"),
+        (errors.InconsistentGroupProtocolError, 23, "INCONSISTENT_GROUP_PROTOCOL"),
+        (errors.InvalidSessionTimeoutError, 26, "INVALID_SESSION_TIMEOUT"),
+        (errors.OffsetMetadataTooLargeError, 12, "OFFSET_METADATA_TOO_LARGE"),
+        (errors.NonEmptyGroupError, 68, "NON_EMPTY_GROUP"),
+        (errors.GroupIdNotFoundError, 69, "GROUP_ID_NOT_FOUND"),
+        (errors.CoordinatorNotAvailableError, 15, "COORDINATOR_NOT_AVAILABLE"),
+        (errors.InvalidGroupIdError, 24, "INVALID_GROUP_ID"),
+    ]:
+        assert (cls.code, cls.name) == (code, name)
+        assert HeartbeatResponse(version=0, error=cls).error_code == code
