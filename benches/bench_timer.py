@@ -12,7 +12,8 @@ What is measured (all in virtual time; nothing sleeps):
 - Empty advance: an advance that expires nothing, with 1,000 and with N members scheduled.
 - Memory: RSS growth of a fresh process scheduling N keys.
 
-Sizes: N is ``GROUPCOORD_BENCH_SCALE`` if set; otherwise 1,000,000 when benchmarks run and
+Sizes: ``GROUPCOORD_BENCH_SCALE`` (``smoke``, ``full``/``all`` or a member count N) if set;
+otherwise N = 1,000,000 when benchmarks run and
 2,000 under ``--benchmark-disable`` (the CI smoke run, a few seconds). The full measurement:
 
     pytest benches/bench_timer.py --benchmark-only -s
@@ -68,7 +69,12 @@ RESULTS: dict[str, tuple[float, int]] = {}
 
 @pytest.fixture(scope="module")
 def scale(request: pytest.FixtureRequest) -> int:
-    env = os.environ.get("GROUPCOORD_BENCH_SCALE")
+    # Shared with the other bench files: "smoke", "full"/"all", or (here) a member count.
+    env = (os.environ.get("GROUPCOORD_BENCH_SCALE") or "").lower()
+    if env in ("full", "all"):
+        return FULL_SCALE
+    if env == "smoke":
+        return SMOKE_SCALE
     if env:
         return int(env)
     disabled = request.config.getoption("benchmark_disable", default=False)
