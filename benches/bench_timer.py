@@ -461,21 +461,36 @@ def test_memory_per_key(benchmark: Any, scale: int, impl: str) -> None:
         RESULTS[f"memory {impl}"] = (float(delta), scale)
 
 
-def noop_call_ns() -> float:
-    """Machine-speed calibration: the cost of calling an empty Python function (best of 5).
-    On shared hosts it drifts several-fold over minutes; printed so figures from different
-    runs can be compared."""
+def calibration() -> str:
+    """Machine-speed calibration: an empty Python call (CPU) and a dependent random load
+    from a 32 MiB array (shared cache and memory, what a million-member workload is bound
+    by). On shared hosts both drift several-fold over minutes; printing them lets figures
+    from different runs be compared."""
 
     def noop(a: int, b: int) -> None:
         return None
 
-    best = float("inf")
+    call = float("inf")
     for _ in range(5):
         started = time.perf_counter()
         for i in range(100_000):
             noop(i, 5)
-        best = min(best, time.perf_counter() - started)
-    return best / 100_000 * 1e9
+        call = min(call, time.perf_counter() - started)
+    n = 1 << 22
+    order = list(range(n))
+    random.Random(5).shuffle(order)
+    chain = array("q", bytes(8 * n))
+    for a, b in itertools.pairwise(order):
+        chain[a] = b
+    chain[order[-1]] = order[0]
+    steps, i = 200_000, order[0]
+    started = time.perf_counter()
+    for _ in range(steps):
+        i = chain[i]
+    load = time.perf_counter() - started
+    return (
+        f"empty Python call {call / 100_000 * 1e9:.0f} ns, random load {load / steps * 1e9:.0f} ns"
+    )
 
 
 # --- summary ----------------------------------------------------------------------------------
@@ -483,7 +498,8 @@ def noop_call_ns() -> float:
 
 @pytest.fixture(scope="module", autouse=True)
 def summary(request: pytest.FixtureRequest) -> Iterator[None]:
-    calibration_start = noop_call_ns()
+    enabled = not request.config.getoption("benchmark_disable", default=False)
+    calibration_start = calibration() if enabled else ""
     yield
     if not RESULTS:
         return
@@ -491,10 +507,8 @@ def summary(request: pytest.FixtureRequest) -> Iterator[None]:
     write = reporter.write_line if reporter is not None else print
     write("")
     write("groupcoord timer benchmarks (min of rounds)")
-    write(
-        f"  machine speed: an empty Python call took {calibration_start:.0f} ns at the start,"
-        f" {noop_call_ns():.0f} ns at the end"
-    )
+    write(f"  machine at start: {calibration_start}")
+    write(f"  machine at end:   {calibration()}")
     for kind in ("wheel storm", "expiry storm"):
         for layout in LAYOUTS:
             ref = RESULTS.get(f"{kind} {layout} reference-single")
