@@ -172,6 +172,17 @@ def _error_code(error: ErrorClass) -> int:
     return 0 if error is None else error.code
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorResponse(Response):
+    """A response with a top-level ``error`` (``None`` is Kafka's NONE)."""
+
+    error: ErrorClass = None
+
+    @property
+    def error_code(self) -> int:
+        return _error_code(self.error)
+
+
 # --------------------------------------------------------------------------------------
 # JoinGroup (API 11, v0-v9)
 # --------------------------------------------------------------------------------------
@@ -240,11 +251,10 @@ class JoinGroupResponseMember:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class JoinGroupResponse(Response):
+class JoinGroupResponse(ErrorResponse):
     """JoinGroup result. Only the leader's has ``members``; ``protocol_name`` is ``None``
     on errors."""
 
-    error: ErrorClass = None
     generation_id: int = -1
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -252,10 +262,6 @@ class JoinGroupResponse(Response):
     skip_assignment: bool = False
     member_id: str = UNKNOWN_MEMBER_ID
     members: tuple[JoinGroupResponseMember, ...] = ()
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 # --------------------------------------------------------------------------------------
@@ -298,15 +304,10 @@ class SyncGroupRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SyncGroupResponse(Response):
-    error: ErrorClass = None
+class SyncGroupResponse(ErrorResponse):
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 # --------------------------------------------------------------------------------------
@@ -333,12 +334,8 @@ class HeartbeatRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HeartbeatResponse(Response):
-    error: ErrorClass = None
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
+class HeartbeatResponse(ErrorResponse):
+    """Heartbeat result: only the error."""
 
 
 # --------------------------------------------------------------------------------------
@@ -403,16 +400,11 @@ class MemberResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaveGroupResponse(Response):
+class LeaveGroupResponse(ErrorResponse):
     """Top-level ``error`` and per-member results (v3+). v0-v2 have only the top-level
     error, which carries the one member's error (as Kafka's LeaveGroupResponse does)."""
 
-    error: ErrorClass = None
     members: tuple[MemberResponse, ...] = ()
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 # --------------------------------------------------------------------------------------
@@ -630,16 +622,11 @@ class OffsetFetchResponseGroup:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetFetchResponse(Response):
+class OffsetFetchResponse(ErrorResponse):
     """v0-v7: ``error`` and ``topics`` of the one group; v8+: ``groups``."""
 
-    error: ErrorClass = None
     topics: tuple[OffsetFetchResponseTopic, ...] = ()
     groups: tuple[OffsetFetchResponseGroup, ...] = ()
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 # --------------------------------------------------------------------------------------
@@ -736,13 +723,8 @@ class ListedGroup:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListGroupsResponse(Response):
-    error: ErrorClass = None
+class ListGroupsResponse(ErrorResponse):
     groups: tuple[ListedGroup, ...] = ()
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
