@@ -610,7 +610,6 @@ fn atomically(
 /// Append ConsumerProtocolSubscription bytes at `version` (0-3); fields the version lacks
 /// (owned partitions before v1, generation before v2, rack before v3) are left out.
 /// Topic groups are written in the order given.
-#[allow(clippy::too_many_arguments)]
 pub fn encode_subscription_into<'t>(
     out: &mut Vec<u8>,
     version: i16,
