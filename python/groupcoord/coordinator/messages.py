@@ -173,6 +173,17 @@ def _error_code(error: ErrorClass) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorResult:
+    """A per-item result (a member, a partition, a group) with its own ``error``."""
+
+    error: ErrorClass = None
+
+    @property
+    def error_code(self) -> int:
+        return _error_code(self.error)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorResponse(Response):
     """A response with a top-level ``error`` (``None`` is Kafka's NONE)."""
 
@@ -389,14 +400,9 @@ class LeaveGroupRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MemberResponse:
+class MemberResponse(ErrorResult):
     member_id: str
     group_instance_id: str | None
-    error: ErrorClass = None
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -484,13 +490,8 @@ class OffsetCommitRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetCommitResponsePartition:
+class OffsetCommitResponsePartition(ErrorResult):
     partition_index: int
-    error: ErrorClass = None
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -592,16 +593,11 @@ class OffsetFetchRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetFetchResponsePartition:
+class OffsetFetchResponsePartition(ErrorResult):
     partition_index: int
     committed_offset: int = -1
     committed_leader_epoch: int = -1
     metadata: str | None = ""
-    error: ErrorClass = None
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -611,14 +607,9 @@ class OffsetFetchResponseTopic:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetFetchResponseGroup:
+class OffsetFetchResponseGroup(ErrorResult):
     group_id: str
     topics: tuple[OffsetFetchResponseTopic, ...] = ()
-    error: ErrorClass = None
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -675,18 +666,13 @@ class DescribedGroupMember:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedGroup:
-    error: ErrorClass = None
+class DescribedGroup(ErrorResult):
     group_id: str
     group_state: str
     protocol_type: str
     protocol_data: str
     members: tuple[DescribedGroupMember, ...] = ()
     authorized_operations: int = -(2**31)
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -740,13 +726,8 @@ class DeleteGroupsRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeletableGroupResult:
+class DeletableGroupResult(ErrorResult):
     group_id: str
-    error: ErrorClass = None
-
-    @property
-    def error_code(self) -> int:
-        return _error_code(self.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
