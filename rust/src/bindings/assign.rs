@@ -93,8 +93,8 @@ pub fn assign_encoded<'py>(
         _ => None,
     };
     let (mut builder, _) = read_topics(&topics)?;
-    let mut keys = Vec::with_capacity(subscriptions.len());
-    let mut versions = rustc_hash::FxHashMap::default();
+    // member id -> (the caller's key object, the version its assignment is written at)
+    let mut replies = rustc_hash::FxHashMap::default();
     let mut specs = Vec::with_capacity(subscriptions.len());
     let mut previous_topics = (Vec::new(), Vec::new());
     for (member_id, payload) in subscriptions.iter() {
@@ -123,9 +123,11 @@ pub fn assign_encoded<'py>(
                 }
             }
         }
-        versions.insert(id.clone(), view.version.clamp(0, MAX_ASSIGNMENT_VERSION));
         specs.push(spec);
-        keys.push((id, member_id));
+        replies.insert(
+            id,
+            (member_id, view.version.clamp(0, MAX_ASSIGNMENT_VERSION)),
+        );
     }
     for spec in specs {
         builder.push_member(spec);
@@ -133,8 +135,6 @@ pub fn assign_encoded<'py>(
     let model = builder.build().map_err(|e| from_assign_error(py, &e))?;
     let plan = run(py, algorithm, &model);
 
-    let key_of: rustc_hash::FxHashMap<&str, &Bound<'py, PyString>> =
-        keys.iter().map(|(id, obj)| (id.as_str(), obj)).collect();
     let result = PyDict::new(py);
     let mut buffer = Vec::new();
     let mut numbers: Vec<i32> = Vec::new();
@@ -157,14 +157,14 @@ pub fn assign_encoded<'py>(
         buffer.clear();
         encode_assignment_into(
             &mut buffer,
-            versions[member.id.as_str()],
+            replies[member.id.as_str()].1,
             spans
                 .iter()
                 .map(|&(t, s, e)| (model.topic_names[t].as_str(), &numbers[s..e])),
             None,
         )
         .map_err(|e| invalid_payload(py, &format!("assignment of member {:?}", member.id), &e))?;
-        result.set_item(key_of[member.id.as_str()], PyBytes::new(py, &buffer))?;
+        result.set_item(&replies[member.id.as_str()].0, PyBytes::new(py, &buffer))?;
     }
     Ok(result)
 }
