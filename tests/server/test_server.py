@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
 import struct
+from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
@@ -20,6 +22,7 @@ from log_batches import build_batch, read_records
 from server_harness import run_scenario
 from wire_client import WireClient
 
+from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -31,6 +34,7 @@ from groupcoord.coordinator import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
+    SqliteOffsetStore,
 )
 from groupcoord.errors import (
     MemberIdRequiredError,
@@ -39,7 +43,7 @@ from groupcoord.errors import (
 )
 from groupcoord.protocol.group_messages import from_kio_response, to_kio_request
 from groupcoord.protocol.wire import encode_frame, kio_version_range
-from groupcoord.server import Server
+from groupcoord.server import Server, ServerConfig
 from groupcoord.server.data_apis import DATA_API_VERSIONS
 from groupcoord.server.find_coordinator import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 
@@ -223,9 +227,7 @@ def test_parked_join_does_not_block_other_connections() -> None:
     run_scenario(scenario, coordinator=_delay(2_000))
 
 
-def _delay(ms_: int) -> object:
-    from groupcoord.config import CoordinatorConfig
-
+def _delay(ms_: int) -> CoordinatorConfig:
     return CoordinatorConfig(group_initial_rebalance_delay_ms=ms_)
 
 
@@ -388,8 +390,6 @@ def test_every_completed_rebalance_is_logged_with_its_details(
         )
         first = await group_call(client, request)
         assert isinstance(first, JoinGroupResponse)
-        import dataclasses
-
         second = await group_call(client, dataclasses.replace(request, member_id=first.member_id))
         assert isinstance(second, JoinGroupResponse) and second.error is None
         await client.close()
@@ -404,3 +404,58 @@ def test_every_completed_rebalance_is_logged_with_its_details(
     assert "generation=1" in line and member.member_id in line
     assert "protocol=consumer/range" in line and "duration_ms=" in line
     assert "scaling out" in line
+
+
+# ---------------------------------------------------------------- shutdown
+
+
+def test_close_gives_up_parked_requests_and_closes_the_stores(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+
+    async def main() -> None:
+        server = Server(
+            ServerConfig(
+                port=0,
+                data_dir=str(data_dir),
+                topics=(("t", 1),),
+                coordinator=CoordinatorConfig(group_initial_rebalance_delay_ms=60_000),
+            )
+        )
+        await server.start()
+        client = await connect(server)
+        first = await group_call(client, join())
+        assert isinstance(first, JoinGroupResponse)
+        await client.send(to_kio_request(join(member_id=first.member_id)))
+        commit = OffsetCommitRequest(
+            version=8,
+            group_id="other",
+            topics=(
+                OffsetCommitRequestTopic(
+                    name="t",
+                    partitions=(
+                        OffsetCommitRequestPartition(partition_index=0, committed_offset=3),
+                    ),
+                ),
+            ),
+        )
+        other = await connect(server)
+        committed = await group_call(other, commit)
+        assert isinstance(committed, OffsetCommitResponse)
+        assert committed.topics[0].partitions[0].error is None
+        assert server.gateway is not None and server.gateway.pending == 1
+        async with asyncio.timeout(10):
+            await server.close()
+        assert server.connections == 0
+        assert await client.closed_by_server()
+        assert await other.closed_by_server()
+        await client.close()
+        await other.close()
+
+    asyncio.run(main())
+    # both stores let go of the database: it reopens with the commit in it
+    store = SqliteOffsetStore(data_dir / "groupcoord.db")
+    try:
+        offsets = store.load().offsets["other"]
+        assert [o.committed_offset for o in offsets.values()] == [3]
+    finally:
+        store.close()
