@@ -16,6 +16,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindCoordinatorV1
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as FindCoordinatorV4
+from kio.schema.join_group.v5.request import JoinGroupRequest as KioJoinV5
+from kio.schema.join_group.v5.request import JoinGroupRequestProtocol
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from log_batches import build_batch, read_records
@@ -459,3 +461,27 @@ def test_close_gives_up_parked_requests_and_closes_the_stores(tmp_path: Path) ->
         assert [o.committed_offset for o in offsets.values()] == [3]
     finally:
         store.close()
+
+
+def test_a_group_request_our_messages_refuse_gets_invalid_request() -> None:
+    async def scenario(server: Server) -> None:
+        client = await connect(server)
+        duplicate = JoinGroupRequestProtocol(name="range", metadata=b"")
+        response = await client.call(
+            KioJoinV5(
+                group_id="g",
+                session_timeout=ms(10_000),
+                rebalance_timeout=ms(10_000),
+                member_id="m",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=(duplicate, duplicate),
+            )
+        )
+        assert response.error_code == ErrorCode.invalid_request
+        assert response.member_id == "m"
+        # the connection is still in service
+        assert (await client.call(ApiVersionsV0())).error_code == ErrorCode.none
+        await client.close()
+
+    run_scenario(scenario)
