@@ -8,6 +8,7 @@ kafka-python's record reader.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 import uuid
@@ -727,3 +728,103 @@ def test_list_offsets_every_version(v: int) -> None:
         assert (r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp) == (2, 300)
     if v >= 4:
         assert r.topics[0].partitions[0].leader_epoch == -1
+
+
+# ---------------------------------------------------------------------------- kafka-python
+
+
+def _same_as_kafka_python(ours: Any, theirs: Any, path: str = "") -> None:
+    """Every (non-tagged) field of our kio response reads back alike in kafka-python."""
+    for spec in dataclasses.fields(ours):
+        name = spec.name
+        if "tag" in spec.metadata:
+            continue  # tagged fields: kafka-python leaves unset ones as None
+        mine = getattr(ours, name)
+        where = f"{path}.{name}"
+        if name.endswith("authorized_operations"):
+            # kafka-python renames these and decodes the bitfield to a set of bit numbers
+            ops = theirs.authorized_operations
+            assert ops == (None if mine == -(2**31) else _bits(mine)), where
+            continue
+        # kafka-python keeps the schema's "Ms" suffix that kio drops for time fields
+        their_name = name if name in theirs._struct.fields else f"{name}_ms"
+        theirs_value = getattr(theirs, their_name)
+        if isinstance(mine, tuple) and mine and hasattr(mine[0], "__dataclass_fields__"):
+            assert len(mine) == len(theirs_value), where
+            for i, (a, b) in enumerate(zip(mine, theirs_value, strict=True)):
+                _same_as_kafka_python(a, b, f"{where}[{i}]")
+        elif hasattr(mine, "__dataclass_fields__"):
+            _same_as_kafka_python(mine, theirs_value, where)
+        elif isinstance(mine, datetime.timedelta):
+            assert theirs_value == mine // datetime.timedelta(milliseconds=1), where
+        elif mine is None and name == "log_append_time":
+            assert theirs_value == -1, where
+        elif isinstance(mine, tuple):
+            assert list(mine) == list(theirs_value), where
+        else:
+            assert theirs_value == mine, where
+
+
+def _bits(field: int) -> set[int]:
+    return {i for i in range(32) if field & (1 << i)}
+
+
+def _check_with_kafka_python(response: Any) -> None:
+    from kafka.protocol.admin import topics
+    from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse
+    from kafka.protocol.metadata import MetadataResponse
+    from kafka.protocol.producer import ProduceResponse, transaction
+
+    decoders = {
+        API_PRODUCE: ProduceResponse,
+        API_FETCH: FetchResponse,
+        API_LIST_OFFSETS: ListOffsetsResponse,
+        API_METADATA: MetadataResponse,
+        API_CREATE_TOPICS: topics.CreateTopicsResponse,
+        API_DELETE_TOPICS: topics.DeleteTopicsResponse,
+        API_INIT_PRODUCER_ID: transaction.InitProducerIdResponse,
+    }
+    buf = io.BytesIO()
+    entity_writer(type(response))(buf, response)
+    decoder: Any = decoders[response.__api_key__]
+    theirs = decoder.decode(buf.getvalue(), version=response.__version__)
+    _same_as_kafka_python(response, theirs)
+
+
+@pytest.mark.parametrize("api", sorted(DATA_API_VERSIONS))
+def test_kafka_python_reads_every_response_version_alike(api: int) -> None:
+    for v in versions(api):
+        b = Broker(auto_create=2)
+        b.log.create_topic("t", 2)
+        pid = b.log.init_producer_id()[0]
+        batch = build_batch([(b"k", b"v")], producer_id=pid, producer_epoch=0, base_sequence=0)
+        produce(b, 8, [("t", 0, batch)])
+        if api == API_METADATA:
+            responses = [
+                metadata(b, v, None, topic_ops=True, cluster_ops=True),
+                metadata(b, v, ["t", "auto", "bad name"]),
+            ]
+        elif api == API_CREATE_TOPICS:
+            responses = [create(b, v, [{"name": "n", "partitions": 2}, {"name": "t"}])]
+        elif api == API_DELETE_TOPICS:
+            if v >= 6:
+                topics = (
+                    b.nested(API_DELETE_TOPICS, v, "DeleteTopicState", name="t", topic_id=None),
+                )
+                responses = [b.call(API_DELETE_TOPICS, v, topics=topics, timeout=_ms(10))]
+            else:
+                responses = [b.call(API_DELETE_TOPICS, v, topic_names=("t", "x"), timeout=_ms(10))]
+        elif api == API_PRODUCE:
+            responses = [produce(b, v, [("t", 0, batch), ("t", 1, b"bad"), ("t", 9, batch)])]
+        elif api == API_INIT_PRODUCER_ID:
+            fields: dict[str, object] = {"transaction_timeout": _ms(100)}
+            responses = [
+                b.call(API_INIT_PRODUCER_ID, v, transactional_id=None, **fields),
+                b.call(API_INIT_PRODUCER_ID, v, transactional_id="tx", **fields),
+            ]
+        elif api == API_FETCH:
+            responses = [fetch(b, v, [("t", 0, 0, 1000), ("t", 1, 5, 1000), ("t", 7, 0, 10)])]
+        else:
+            responses = [list_offsets(b, v, [("t", 0, -1), ("t", 0, 0), ("t", 8, -2)])]
+        for response in responses:
+            _check_with_kafka_python(response)
