@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from crc32c import crc32c
 from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -828,3 +829,30 @@ def test_kafka_python_reads_every_response_version_alike(api: int) -> None:
             responses = [list_offsets(b, v, [("t", 0, -1), ("t", 0, 0), ("t", 8, -2)])]
         for response in responses:
             _check_with_kafka_python(response)
+
+
+def _as_zstd(batch: bytes) -> bytes:
+    """The batch flagged zstd (the log stores compressed batches unopened, so the flag and a
+    valid CRC are all the broker looks at)."""
+    out = bytearray(batch)
+    out[22] = (out[22] & ~0x07) | 4
+    out[17:21] = crc32c(bytes(out[21:])).to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_zstd_needs_produce_v7_and_fetch_v10() -> None:
+    b = Broker()
+    b.log.create_topic("t", 1)
+    zstd = _as_zstd(build_batch([(None, b"z")]))
+    assert _partition_results(produce(b, 6, [("t", 0, zstd)])) == [
+        (0, ErrorCode.unsupported_compression_type, -1)
+    ]
+    assert _partition_results(produce(b, 7, [("t", 0, zstd)])) == [(0, ErrorCode.none, 0)]
+    old = next(_fetched(fetch(b, 9, [("t", 0, 0, 1000)])))
+    assert (old.error_code, old.records, old.high_watermark) == (
+        ErrorCode.unsupported_compression_type,
+        b"",
+        -1,
+    )
+    new = next(_fetched(fetch(b, 10, [("t", 0, 0, 1000)])))
+    assert (new.error_code, new.records[16:]) == (ErrorCode.none, zstd[16:])

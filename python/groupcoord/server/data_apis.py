@@ -55,9 +55,11 @@ from groupcoord.errors import (
     KafkaStorageError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
 from groupcoord.server.log import TIMESTAMP_AFTER_MAX_MS, TopicInfo, TopicLog
+from groupcoord.server.records import ZSTD, iter_batches
 
 __all__ = [
     "API_CREATE_TOPICS",
@@ -97,6 +99,10 @@ DATA_API_VERSIONS: Mapping[int, tuple[int, int]] = MappingProxyType(
 )
 
 _NO_THROTTLE = datetime.timedelta(0)
+#: KIP-110: zstd batches need Produce v7+ and Fetch v10+; older requests get
+#: UNSUPPORTED_COMPRESSION_TYPE for them, as from Kafka.
+_ZSTD_MIN_PRODUCE = 7
+_ZSTD_MIN_FETCH = 10
 _UNKNOWN_LEADER_EPOCH = -1
 _OPS_NOT_REQUESTED = -(2**31)
 # Authorized-operation bitfields when asked (no ACLs: everything a principal could do).
@@ -449,7 +455,7 @@ class DataApis:
                 if error is None:
                     assert name is not None
                     try:
-                        result = self._append(name, p.index, p.records)
+                        result = self._append(name, p.index, p.records, req.__version__)
                         base_offset, log_start = result
                     except KafkaError as e:
                         error = e
@@ -477,11 +483,17 @@ class DataApis:
             return None
         return _make(mod.ProduceResponse, responses=tuple(topics), throttle_time=_NO_THROTTLE)
 
-    def _append(self, topic: str, partition: int, records: bytes | None) -> tuple[int, int]:
+    def _append(
+        self, topic: str, partition: int, records: bytes | None, version: int
+    ) -> tuple[int, int]:
         """(base offset, log start offset) of one partition's produced batch."""
         if not self._log.topic(topic):
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
         data = bytes(records) if records is not None else b""
+        if version < _ZSTD_MIN_PRODUCE and _has_zstd(data):
+            raise UnsupportedCompressionTypeError(
+                f"produce v{version} cannot carry zstd batches (v{_ZSTD_MIN_PRODUCE}+ can)"
+            )
         try:
             result = self._log.append(topic, partition, data, now_ms=self._now_ms())
         except StoreError as e:
@@ -568,8 +580,14 @@ class DataApis:
                         records = result.records
                         high_watermark = result.high_watermark
                         log_start = result.log_start_offset
+                        if req.__version__ < _ZSTD_MIN_FETCH and _has_zstd(records):
+                            raise UnsupportedCompressionTypeError(
+                                f"fetch v{req.__version__} cannot carry zstd batches"
+                            )
                     except KafkaError as e:
                         error = e
+                        records = b""
+                        high_watermark = log_start = -1
                 if records:
                     # KIP-74: only the first partition with data may exceed the limits.
                     min_one = False
@@ -671,3 +689,7 @@ class DataApis:
                 _make(mod.ListOffsetsTopicResponse, name=t.name, partitions=tuple(partitions))
             )
         return _make(mod.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+
+def _has_zstd(records: bytes) -> bool:
+    return any(header.compression == ZSTD for header, _ in iter_batches(records))

@@ -35,6 +35,7 @@ __all__ = [
     "HEADER_SIZE",
     "LOG_OVERHEAD",
     "NO_PRODUCER_ID",
+    "ZSTD",
     "BatchHeader",
     "iter_batches",
     "parse_header",
@@ -60,7 +61,8 @@ _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
-_ZSTD = 4
+#: Compression codec id of zstd (attributes bits 0-2).
+ZSTD = 4
 _INT32_MAX = 2**31 - 1
 
 
@@ -196,7 +198,7 @@ def validate_produced_batch(data: bytes, *, max_batch_bytes: int) -> BatchHeader
         )
     if crc32c(memoryview(data)[_CRC_START:size]) != header.crc:
         raise CorruptMessageError("record batch CRC-32C mismatch")
-    if header.compression > _ZSTD:
+    if header.compression > ZSTD:
         raise UnsupportedCompressionTypeError(f"unknown compression codec {header.compression}")
     if header.is_control:
         raise InvalidRecordError("clients are not allowed to write control records")
