@@ -154,6 +154,8 @@ class DataApis:
         config: DataApiConfig,
         now_ms: Callable[[], int],
     ) -> None:
+        """``now_ms``: the broker's wall clock in Unix epoch milliseconds (record timestamps
+        are compared with it, so a monotonic clock would refuse every batch)."""
         self._log = log
         self._broker = broker
         self._config = config
