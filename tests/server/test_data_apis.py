@@ -856,3 +856,19 @@ def test_zstd_needs_produce_v7_and_fetch_v10() -> None:
     )
     new = next(_fetched(fetch(b, 10, [("t", 0, 0, 1000)])))
     assert (new.error_code, new.records[16:]) == (ErrorCode.none, zstd[16:])
+
+
+@pytest.mark.parametrize("v", [2, 7])
+def test_create_topics_refuses_excessive_partition_counts_as_a_whole(v: int) -> None:
+    b = Broker(auto_create=4000)
+    r = create(b, v, [{"name": "a", "partitions": 5000}, {"name": "b", "partitions": -1}])
+    assert [t.error_code for t in r.topics] == [ErrorCode.none, ErrorCode.none]
+    r = create(
+        b,
+        v,
+        [{"name": "c", "partitions": 6000}, {"name": "d", "partitions": -1}, {"name": "e"}],
+    )
+    assert [t.error_code for t in r.topics] == [ErrorCode.policy_violation] * 3
+    assert sorted(b.log.topics()) == ["a", "b"]
+    r = metadata(Broker(auto_create=20_000), 9, ["huge"])
+    assert r.topics[0].error_code == ErrorCode.policy_violation

@@ -53,12 +53,18 @@ from groupcoord.errors import (
     InvalidRequiredAcksError,
     KafkaError,
     KafkaStorageError,
+    PolicyViolationError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
-from groupcoord.server.log import TIMESTAMP_AFTER_MAX_MS, TopicInfo, TopicLog
+from groupcoord.server.log import (
+    MAX_PARTITIONS_PER_REQUEST,
+    TIMESTAMP_AFTER_MAX_MS,
+    TopicInfo,
+    TopicLog,
+)
 from groupcoord.server.records import ZSTD, iter_batches
 
 __all__ = [
@@ -302,10 +308,18 @@ class DataApis:
     def _create_topics(self, req: Any) -> object:
         mod = _response_module(req)
         names = [t.name for t in req.topics]
+        too_many = self._total_partitions(req.topics) > MAX_PARTITIONS_PER_REQUEST
         results = []
         for t in req.topics:
-            if names.count(t.name) > 1:
-                error: KafkaError | None = InvalidRequestError(
+            if too_many:
+                # Kafka's controller refuses the whole request, every topic alike.
+                error: KafkaError | None = PolicyViolationError(
+                    "Excessively large number of partitions per request."
+                )
+                partitions = replication = -1
+                info = None
+            elif names.count(t.name) > 1:
+                error = InvalidRequestError(
                     f"topic {t.name!r} appears more than once in the request"
                 )
                 partitions = replication = -1
@@ -350,6 +364,18 @@ class DataApis:
         except StoreError as e:
             return KafkaStorageError(str(e)), -1, -1, None
         return None, partitions, 1, info
+
+    def _total_partitions(self, topics: Any) -> int:
+        """Partitions a CreateTopics asks for in all (counted as Kafka's controller does)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self._config.auto_create_partitions or 1
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
 
     def _requested_partitions(self, t: Any) -> int:
         """The partition count a CreatableTopic asks for, validated as a 1-broker Kafka does."""

@@ -39,6 +39,7 @@ from groupcoord.errors import (
     InvalidTopicError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceNumberError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIERED_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "MAX_PARTITIONS_PER_REQUEST",
     "MAX_TIMESTAMP",
     "PRODUCER_BATCHES_RETAINED",
     "STORED_LEADER_EPOCH",
@@ -87,6 +89,10 @@ STORED_LEADER_EPOCH = -1
 #: Kafka 4's ``log.message.timestamp.after.max.ms`` default: how far ahead of the broker's
 #: clock a record timestamp may be.
 TIMESTAMP_AFTER_MAX_MS = 3_600_000
+#: Kafka's controller refuses to create more partitions than this in one request
+#: (``MAX_PARTITIONS_PER_BATCH``); the log applies it per topic, so that no request can make
+#: it allocate without bound.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 #: Kafka's ProducerStateManager keeps this many batches per producer for duplicate detection.
 PRODUCER_BATCHES_RETAINED = 5
 
@@ -214,9 +220,12 @@ class TopicLog:
         for existing in self._topics:
             if existing.replace(".", "_") == folded:
                 raise InvalidTopicError(f"topic {name!r} collides with existing topic {existing!r}")
-        if not 1 <= partitions <= _INT32_MAX:
-            raise InvalidPartitionsError(
-                f"number of partitions must be at least 1, not {partitions}"
+        if partitions < 1:
+            raise InvalidPartitionsError(f"number of partitions must be >= 1, not {partitions}")
+        if partitions > MAX_PARTITIONS_PER_REQUEST:
+            raise PolicyViolationError(
+                f"excessively large number of partitions: {partitions} requested, "
+                f"limit {MAX_PARTITIONS_PER_REQUEST}"
             )
 
     def create_topic(self, name: str, partitions: int) -> TopicInfo:
