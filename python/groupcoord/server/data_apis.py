@@ -12,9 +12,11 @@ makes a client fail clearly rather than retry forever):
 - Produce with ``acks=0``: :meth:`DataApis.handle` returns ``None``; the server sends no
   response (the client does not read one).
 - InitProducerId with a ``transactional_id`` (or 2PC), Produce with a ``transactional_id``
-  or a transactional batch: INVALID_REQUEST. Kafka clients treat it as fatal ("unexpected
-  error"), unlike COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR, which they retry until
-  their time-out.
+  or a transactional batch: INVALID_REQUEST. The Java client and kafka-python fail at once
+  ("unexpected error in InitProducerIdResponse"); librdkafka retries it until
+  ``init_transactions``' time-out and then reports INVALID_REQUEST. COORDINATOR_NOT_AVAILABLE
+  or NOT_COORDINATOR would be retried by all of them until their time-outs with no hint of
+  the cause; TRANSACTIONAL_ID_AUTHORIZATION_FAILED would blame ACLs that do not exist.
 - InitProducerId without a transactional id always hands out a fresh producer id with epoch
   0, as Kafka's transaction coordinator does (it ignores the id/epoch a client sends; an
   idempotent client bumps its epoch itself).

@@ -9,9 +9,12 @@ Kafka semantics followed (single broker, one replica, CreateTime topics, no rete
 
 - offsets are assigned densely by the log; the log start offset is always 0 and the high
   watermark (= last stable offset, there are no transactions) is the log end offset;
-- a produced batch is validated as Kafka's ``LogValidator`` does
-  (:func:`~groupcoord.server.records.validate_produced_batch`), stored as sent apart from
-  the base offset and partition leader epoch (-1, "unknown", as the Metadata answers say);
+- a produced batch is validated as Kafka's ``ProduceRequest`` and ``LogValidator`` do for
+  Produce v3+ (:func:`~groupcoord.server.records.validate_produced_batch`; a magic 0/1
+  message set is INVALID_RECORD there, not UNSUPPORTED_FOR_MESSAGE_FORMAT), stored as sent
+  apart from the base offset and partition leader epoch (-1, "unknown", as the Metadata
+  answers say); with the caller's ``now_ms``, timestamps more than an hour ahead are
+  INVALID_TIMESTAMP (Kafka 4's ``log.message.timestamp.after.max.ms``);
 - idempotent producers as Kafka 3.x's ``ProducerStateManager``: per (producer, partition)
   the epoch and the last five batches; a retry of one of them is answered with the
   original offset and not appended again; a stale epoch is INVALID_PRODUCER_EPOCH; a
