@@ -322,7 +322,10 @@ class TopicLog:
             last_offset=base_offset + header.last_offset_delta,
             max_timestamp=header.max_timestamp,
             data=rewrite_for_append(
-                records, base_offset=base_offset, partition_leader_epoch=STORED_LEADER_EPOCH
+                records,
+                base_offset=base_offset,
+                partition_leader_epoch=STORED_LEADER_EPOCH,
+                max_timestamp=header.max_timestamp,
             ),
         )
         self._store.append(stored, entry)
