@@ -485,3 +485,18 @@ def test_a_group_request_our_messages_refuse_gets_invalid_request() -> None:
         await client.close()
 
     run_scenario(scenario)
+
+
+def test_a_flood_of_pipelined_requests_is_answered_in_full_and_in_order() -> None:
+    count = 3 * 1024  # beyond the queue limit: reading pauses and resumes on the way
+
+    async def scenario(server: Server) -> None:
+        client = await connect(server)
+        frames = [client.codec.encode(ApiVersionsV0()) for _ in range(count)]
+        await client.send_raw(b"".join(frame for _, frame in frames))
+        received = [await client.receive() for _ in range(count)]
+        assert [r.correlation_id for r in received] == [c for c, _ in frames]
+        assert all(r.response.error_code == ErrorCode.none for r in received)
+        await client.close()
+
+    run_scenario(scenario)

@@ -27,6 +27,10 @@ log = logging.getLogger("groupcoord.server")
 
 _END = object()  # queue sentinel: no more replies
 _READ_CHUNK = 256 * 1024
+#: Replies a connection may have queued before it stops reading: a client that pipelines
+#: without reading its answers is held back here instead of growing the queue (Kafka
+#: reads one request at a time per connection).
+MAX_QUEUED_REPLIES = 1024
 
 
 class Connection:
@@ -44,6 +48,7 @@ class Connection:
         # replies in request order; _more is set whenever one is appended
         self._replies: deque[Reply | object] = deque()
         self._more = asyncio.Event()
+        self._room = asyncio.Event()  # set when the queue shrinks below its limit
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         # Kafka reports a member's client host as the address with a leading slash
@@ -112,6 +117,9 @@ class Connection:
                     log.exception("request handling failed on %s", self.peer)
                     return self._abort(f"internal error: {type(e).__name__}")
                 self._push(reply)
+            while len(self._replies) >= MAX_QUEUED_REPLIES and not self._closing:
+                self._room.clear()
+                await self._room.wait()
 
     def _push(self, item: Reply | object) -> None:
         self._replies.append(item)
@@ -129,6 +137,7 @@ class Connection:
                 self._more.clear()
                 await self._more.wait()
             item = self._replies.popleft()
+            self._room.set()
             if item is _END:
                 if batch:
                     writer.write(b"".join(batch))

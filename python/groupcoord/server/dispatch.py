@@ -71,7 +71,6 @@ __all__ = ["Dispatcher", "Reply", "unsupported_frame"]
 log = logging.getLogger("groupcoord.server")
 
 API_FETCH = 1
-API_PRODUCE = 0
 _UNSUPPORTED_VERSION = 35
 
 #: What a request turns into: a response frame now, later, or never (acks=0 Produce).
@@ -154,7 +153,7 @@ class Dispatcher:
         async def long_poll() -> None:
             await self.fetches.wait(request)
             if not reply.done():
-                reply.set_result(encode_response(header, self.data_apis.handle(1, request)))
+                reply.set_result(encode_response(header, self.data_apis.handle(API_FETCH, request)))
 
         task = asyncio.ensure_future(long_poll())
         reply.add_done_callback(lambda _: task.cancel())
