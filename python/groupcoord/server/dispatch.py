@@ -6,7 +6,8 @@ now, a future of it (group requests the coordinator parks, long-poll Fetches), o
 silently:
 
 - unknown API key, or a version we do not serve: ApiVersions gets the v0 response with
-  UNSUPPORTED_VERSION and our table (as Kafka answers, KIP-511); any other API gets a
+  UNSUPPORTED_VERSION and its own version range (as Kafka answers, KIP-511); any other API
+  gets a
   response header with the request's correlation id followed by the int16 error code 35
   (UNSUPPORTED_VERSION). Kafka closes the connection here instead; a client that
   negotiated versions through ApiVersions never gets there, and one that did not at least
