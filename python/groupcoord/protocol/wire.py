@@ -55,6 +55,11 @@ __all__ = [
     "response_header_version",
 ]
 
+#: What kio raises on bytes that are not a valid payload: its own errors, and plain
+#: KeyError (an unknown tagged field), ValueError (an unknown enum value), OverflowError,
+#: TypeError, IndexError from deeper in its decoder.
+_DECODE_ERRORS: Final = (SerialError, KeyError, ValueError, TypeError, OverflowError, IndexError)
+
 #: Kafka's ``socket.request.max.bytes`` default (100 MiB).
 DEFAULT_MAX_FRAME_BYTES: Final = 104_857_600
 API_VERSIONS_KEY: Final = 18
@@ -345,7 +350,7 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
         )
     try:
         request, size = _reader(cls)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError) as e:
+    except _DECODE_ERRORS as e:
         raise MalformedFrameError(
             f"API {header.api_key} v{header.api_version} payload: {type(e).__name__}: {e}"
         ) from None
@@ -475,7 +480,7 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
         response, size = _reader(cls)(payload, pos)
         if pos + size != len(payload):
             raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
-    except (SerialError, ValueError, MalformedFrameError) as e:
+    except (*_DECODE_ERRORS, MalformedFrameError) as e:
         fallback = _api_versions_fallback(api_key, version, payload, pos)
         if fallback is None:
             raise MalformedFrameError(
@@ -492,7 +497,7 @@ def _api_versions_fallback(api_key: int, version: int, payload: bytes, pos: int)
     assert v0 is not None
     try:
         response, size = _reader(v0)(payload, pos)
-    except (SerialError, ValueError):
+    except _DECODE_ERRORS:
         return None
     if pos + size != len(payload) or response.error_code == 0:
         return None
