@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import selectors
 import signal
 import sqlite3
 import subprocess
@@ -42,7 +43,11 @@ class Serve:
             text=True,
         )
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # the server prints it once it accepts
+        # the server prints the line once it accepts; a server that hangs fails the test
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            ready = sel.select(timeout=START_TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else ""
         if not line.startswith(READY_PREFIX):
             self.proc.kill()
             _, err = self.proc.communicate(timeout=STOP_TIMEOUT_S)
