@@ -1,0 +1,1 @@
+"""The asyncio Kafka-protocol server shell and its topic log."""
