@@ -29,6 +29,7 @@ from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 
 from groupcoord.errors import InvalidRequestError, UnsupportedVersionError
+from groupcoord.protocol.length_guard import check_lengths
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -322,8 +323,10 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
             header, f"no schema for API {header.api_key} v{header.api_version}"
         )
     try:
+        check_lengths(cls, frame, offset)  # before kio: a huge count aborts its reader
         request, size = _reader(cls)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError) as e:
+    except (SerialError, ValueError, TypeError, OverflowError, KeyError) as e:
+        # KeyError: kio refuses a tagged field it does not know
         raise MalformedFrameError(
             f"API {header.api_key} v{header.api_version} payload: {type(e).__name__}: {e}"
         ) from None
@@ -423,10 +426,11 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
     correlation_id = peek_correlation_id(payload)
     pos = 4 if header_version == 0 else _skip_tagged_fields(payload, 4)
     try:
+        check_lengths(cls, payload, pos)
         response, size = _reader(cls)(payload, pos)
         if pos + size != len(payload):
             raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
-    except (SerialError, ValueError, MalformedFrameError) as e:
+    except (SerialError, ValueError, KeyError, MalformedFrameError) as e:
         fallback = _api_versions_fallback(api_key, version, payload, pos)
         if fallback is None:
             raise MalformedFrameError(
