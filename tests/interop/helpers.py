@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -234,21 +234,28 @@ class ConsumerGroup:
 
 
 def owned_exactly_once(
-    members: Iterable[ConsumerProcess], expected: frozenset[Partition]
+    members: Iterable[ConsumerProcess], expected: frozenset[Partition], sizes: Sequence[int]
 ) -> dict[str, frozenset[Partition]] | None:
-    """Each member's partitions when together they own ``expected`` with no partition
-    owned twice; None otherwise."""
+    """Each member's partitions when together they own ``expected``, no partition twice,
+    in shares of ``sizes`` (in any order); None otherwise. (The sizes matter: a member
+    that joined first may own everything for a moment, before the others are in.)"""
     owned = {m.name: m.owned() for m in members}
-    total = sum(len(p) for p in owned.values())
     union = frozenset().union(*owned.values())
-    return owned if union == expected and total == len(expected) else None
+    shares = sorted(len(p) for p in owned.values())
+    if union == expected and sum(shares) == len(expected) and shares == sorted(sizes):
+        return owned
+    return None
 
 
 def wait_owned_exactly_once(
-    members: list[ConsumerProcess], expected: frozenset[Partition], timeout: float, what: str
+    members: list[ConsumerProcess],
+    expected: frozenset[Partition],
+    sizes: Sequence[int],
+    timeout: float,
+    what: str,
 ) -> dict[str, frozenset[Partition]]:
     try:
-        return wait_until(lambda: owned_exactly_once(members, expected), timeout, what)
+        return wait_until(lambda: owned_exactly_once(members, expected, sizes), timeout, what)
     except AssertionError as exc:
         state = {m.name: sorted(m.owned()) for m in members}
         tails = "\n".join(f"--- {m.name}\n{m.stderr()[-2000:]}" for m in members)
@@ -261,7 +268,7 @@ def committed_offsets(bootstrap: str, group: str) -> dict[Partition, int]:
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="interop-admin")
     try:
-        offsets = admin.list_consumer_group_offsets(group)
+        offsets = admin.list_group_offsets({group: None})[group]
     finally:
         admin.close()
     return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
