@@ -65,7 +65,12 @@ async def run(settings: AgentSettings) -> None:
     consumer.subscribe(list(settings.topics), listener=listener)
     await consumer.start()
     reporter.emit("started")
+    generation = -1
     while True:
+        # see agent_kafka_python: every generation seen is reported
+        if consumer._coordinator.generation != generation:
+            generation = consumer._coordinator.generation
+            reporter.emit("generation", gen=generation)
         try:
             command = inbox.get_nowait()
         except queue.Empty:

@@ -6,7 +6,8 @@ line on stdout, so that a test can SIGKILL it like a crashed service and can wat
 consumers of one group at once without sharing a process (or a GIL) with them. The test
 side of this stream is ``helpers.ConsumerProcess``.
 
-Events (``ev``): ``started``; ``assigned`` / ``revoked`` / ``lost`` with the partitions the
+Events (``ev``): ``started``; ``generation`` (whenever the client's generation changes,
+where the client exposes it); ``assigned`` / ``revoked`` / ``lost`` with the partitions the
 callback received and everything ``owned`` afterwards (plus ``gen`` when the client exposes
 its generation); ``records``; ``committed``; ``error``; ``closed``.
 Commands (stdin lines): ``commit`` (synchronous commit of what was consumed), ``close``.

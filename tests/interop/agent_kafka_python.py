@@ -70,7 +70,13 @@ def main() -> None:
     eager = "cooperative" not in settings.assignor
     consumer.subscribe(list(settings.topics), listener=Listener(reporter, consumer, eager))
     reporter.emit("started")
+    generation = -1
     while True:
+        # a rebalance that changes nothing for this member calls no listener: report
+        # every generation it sees, so tests can tell "no rebalance" from "no change"
+        if consumer.group_metadata().generation_id != generation:
+            generation = consumer.group_metadata().generation_id
+            reporter.emit("generation", gen=generation)
         try:
             command = inbox.get_nowait()
         except queue.Empty:

@@ -126,8 +126,9 @@ class ConsumerProcess:
         return moves[-1].parts("owned") if moves else frozenset()
 
     def generation(self) -> int | None:
-        assigned = self.events("assigned")
-        return assigned[-1].fields["gen"] if assigned else None
+        """The latest generation the client reported (None: it does not tell)."""
+        known = [e for e in self.events("assigned", "generation") if e.fields["gen"] is not None]
+        return known[-1].fields["gen"] if known else None
 
     def records(self) -> list[tuple[str, int, int, str | None]]:
         return [tuple(r) for e in self.events("records") for r in e.fields["recs"]]  # type: ignore[misc]
