@@ -36,7 +36,10 @@ def balanced_consumer(bootstrap: str, group: str) -> subprocess.Popen[str]:
     """``kcat -G``: a librdkafka group member reading until every partition it owns is at
     its end (-e), committing as it goes and when it leaves."""
     return subprocess.Popen(
-        ["kcat", "-b", bootstrap, "-G", group, "-o", "beginning", "-e", "-f", FORMAT,
+        # no -o: in -G mode kcat would start every assigned partition there, ignoring
+        # the group's commits; a new group starts at the beginning through the reset policy
+        ["kcat", "-b", bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", "-e",
+         "-f", FORMAT,
          "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
          scenarios.TOPIC],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
