@@ -133,7 +133,9 @@ class Connection:
                     data = await item
                 except asyncio.CancelledError:
                     if item.cancelled():
-                        continue  # given up on at close
+                        # given up on at close (or cancelled with this writer): a reply
+                        # after it would answer the wrong request
+                        return
                     raise
                 except Exception:
                     log.exception("request handling failed on %s", self.peer)
