@@ -295,6 +295,10 @@ def valid_frames(versions: dict[int, tuple[int, int]]) -> list[bytes]:
     return frames
 
 
+#: kinds that are answerable by construction (``_answerable`` holds for every frame)
+WELL_FORMED_KINDS = frozenset({"valid", "wrong-version", "unknown-api"})
+
+
 @dataclass(slots=True)
 class Frame:
     kind: str
@@ -452,7 +456,8 @@ async def one_connection(host: str, port: int, factory: FrameFactory, tally: Tal
         # when a later frame is bad, but never closes on good input.
         cause = next(
             (j for j in range(index, len(frames))
-             if not _answerable(frames[j].data, factory.versions)),
+             if frames[j].kind not in WELL_FORMED_KINDS
+             and not _answerable(frames[j].data, factory.versions)),
             None,
         )  # fmt: skip
         if cause is None:
