@@ -8,6 +8,7 @@ assignors through the aiokafka adapter). Usage:
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 from typing import Any
 
@@ -45,6 +46,8 @@ class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 async def run(settings: AgentSettings) -> None:
+    # the client's own account of joins, fetches and errors, for a failing test to show
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     reporter = Reporter()
     inbox = start_command_reader()
     listener = Listener(reporter)

@@ -5,6 +5,7 @@ Usage: ``python agent_kafka_python.py '<AgentSettings as JSON>'``.
 
 from __future__ import annotations
 
+import logging
 import queue
 from typing import Any
 
@@ -52,6 +53,8 @@ class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 
 def main() -> None:
     settings = AgentSettings.from_argv()
+    # the client's own account of joins, fetches and errors, for a failing test to show
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     reporter = Reporter()
     inbox = start_command_reader()
     consumer = KafkaConsumer(

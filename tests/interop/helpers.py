@@ -54,16 +54,20 @@ class Server(Protocol):
     def restart(self) -> None: ...
 
 
-def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
-    """Poll ``condition`` until it returns something truthy (which is returned)."""
+def wait_until(
+    condition: Callable[[], T], timeout: float, what: str, group: ConsumerGroup | None = None
+) -> T:
+    """Poll ``condition`` until it returns something truthy (which is returned); on a
+    timeout, the failure shows ``group``'s agents' recent stderr."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}")
-        time.sleep(interval)
+            extra = f"\n{group.diagnostics()}" if group is not None else ""
+            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}{extra}")
+        time.sleep(0.05)
 
 
 def partitions(topic: str, count: int) -> frozenset[Partition]:

@@ -192,14 +192,14 @@ def records_across_rebalance(
         def seen() -> set[tuple[int, int]]:
             return {(p, o) for m in group.members for (_t, p, o, _k) in m.records()}
 
-        wait_until(lambda: len(seen()) >= 5000, JOIN_TIMEOUT_S, "the first 5,000 records")
+        wait_until(lambda: len(seen()) >= 5000, JOIN_TIMEOUT_S, "the first 5,000 records", group)
         # rebalance while the second half arrives: c joins, then a leaves
         c = group.spawn()
         produce(bootstrap, TOPIC, keyed_records(5000, 10_000))
         wait_owned_exactly_once([a, b, c], ALL, [4, 4, 4], JOIN_TIMEOUT_S, "a, b, c own 12")
         a.close()
         wait_owned_exactly_once([b, c], ALL, [6, 6], REBALANCE_TIMEOUT_S, "b, c own 12")
-        wait_until(lambda: len(seen()) == 10_000, JOIN_TIMEOUT_S, "all 10,000 records")
+        wait_until(lambda: len(seen()) == 10_000, JOIN_TIMEOUT_S, "all 10,000 records", group)
 
         keys = {k for m in group.members for (_t, _p, _o, k) in m.records()}
         assert keys == {f"k{i}" for i in range(10_000)}
@@ -225,7 +225,7 @@ def offsets_survive_restart(
         client, server.bootstrap, group_id, [TOPIC], log_dir, assignor=assignor, report_records=True
     ) as group:
         first = group.spawn()
-        wait_until(lambda: len(first.records()) >= 120, JOIN_TIMEOUT_S, "120 records")
+        wait_until(lambda: len(first.records()) >= 120, JOIN_TIMEOUT_S, "120 records", group)
         first.commit()
         first.close()
     before = committed_offsets(server.bootstrap, group_id)
@@ -238,7 +238,7 @@ def offsets_survive_restart(
         client, server.bootstrap, group_id, [TOPIC], log_dir, assignor=assignor, report_records=True
     ) as group:
         second = group.spawn()
-        wait_until(lambda: len(second.records()) >= 30, JOIN_TIMEOUT_S, "30 new records")
+        wait_until(lambda: len(second.records()) >= 30, JOIN_TIMEOUT_S, "30 new records", group)
         records = second.records()
         assert sorted(k for (_t, _p, _o, k) in records) == sorted(
             k for k, _v in keyed_records(120, 150)
