@@ -508,12 +508,15 @@ def test_bench_wire_rebalance(benchmark: Any, request: Any) -> None:
         with load_generator("rebalance", args) as gen:
             generations: list[int] = []
             durations: list[float] = []
+            server_cpu: list[float] = []
 
             def rebalance() -> None:
                 assert gen.stdin is not None and gen.stdout is not None
+                cpu = server.cpu_seconds()
                 gen.stdin.write("go\n")
                 gen.stdin.flush()
                 word, seconds, generation = gen.stdout.readline().split()
+                server_cpu.append(server.cpu_seconds() - cpu)
                 assert word == "done"
                 durations.append(float(seconds))
                 generations.append(int(generation))
@@ -521,11 +524,19 @@ def test_bench_wire_rebalance(benchmark: Any, request: Any) -> None:
             benchmark.pedantic(rebalance, rounds=5 if full else 2, iterations=1)
     # each round was one complete rebalance: one generation more each time
     assert generations == list(range(generations[0], generations[0] + len(generations)))
-    benchmark.extra_info.update({"members": n, "rebalance_ms": [d * 1000 for d in durations]})
+    benchmark.extra_info.update(
+        {
+            "members": n,
+            "rebalance_ms": [d * 1000 for d in durations],
+            "server_cpu_ms": [c * 1000 for c in server_cpu],
+        }
+    )
     print(
         f"\nwire rebalance of {n} members: "
         + ", ".join(f"{d * 1000:.1f}" for d in durations)
-        + " ms (first JoinGroup sent to last SyncGroup answered)"
+        + " ms (first JoinGroup sent to last SyncGroup answered); server CPU "
+        + ", ".join(f"{c * 1000:.0f}" for c in server_cpu)
+        + " ms"
     )
 
 
