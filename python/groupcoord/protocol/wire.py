@@ -30,6 +30,8 @@ from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 
 from groupcoord.errors import InvalidRequestError, UnsupportedVersionError
+from groupcoord.protocol.length_guard import check_lengths
+from groupcoord.protocol.null_check import null_arrays
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -349,6 +351,7 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
             header, f"no schema for API {header.api_key} v{header.api_version}"
         )
     try:
+        check_lengths(cls, frame, offset)  # before kio: a huge count aborts its reader
         request, size = _reader(cls)(frame, offset)
     except _DECODE_ERRORS as e:
         raise MalformedFrameError(
@@ -358,6 +361,12 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
         raise MalformedFrameError(
             f"API {header.api_key} v{header.api_version} payload has "
             f"{len(frame) - offset - size} trailing bytes"
+        )
+    nulls = null_arrays(request)
+    if nulls:
+        raise MalformedFrameError(
+            f"API {header.api_key} v{header.api_version} payload: non-nullable array "
+            f"{nulls[0]} is null"
         )
     return request
 
@@ -477,9 +486,13 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
     correlation_id = peek_correlation_id(payload)
     pos = 4 if header_version == 0 else _skip_tagged_fields(payload, 4)
     try:
+        check_lengths(cls, payload, pos)
         response, size = _reader(cls)(payload, pos)
         if pos + size != len(payload):
             raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
+        nulls = null_arrays(response)
+        if nulls:
+            raise MalformedFrameError(f"non-nullable array {nulls[0]} is null")
     except (*_DECODE_ERRORS, MalformedFrameError) as e:
         fallback = _api_versions_fallback(api_key, version, payload, pos)
         if fallback is None:

@@ -150,7 +150,13 @@ class Connection:
                 except asyncio.CancelledError:
                     if not item.cancelled():
                         raise
-                    data = None  # given up on at close
+                    # given up on at close: a reply after it would answer the wrong
+                    # request, so the ones before it are the last this connection sends
+                    if batch:
+                        writer.write(b"".join(batch))
+                        with contextlib.suppress(ConnectionError):
+                            await writer.drain()
+                    return
                 except Exception:
                     log.exception("request handling failed on %s", self.peer)
                     self._abort("internal error")
