@@ -309,7 +309,7 @@ def serve(
         Path | None,
         typer.Option(
             help="Directory of the SQLite database (groupcoord.db, WAL)"
-            f" [default: {DEFAULT_DATA_DIR}].",
+            f" (default: {DEFAULT_DATA_DIR}).",
             show_default=False,
         ),
     ] = None,
@@ -323,14 +323,23 @@ def serve(
     auto_create_partitions: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Create unknown topics clients ask for, with N partitions [default: off]."
+            min=1, help="Create unknown topics clients ask for, with N partitions (default: off)."
         ),
     ] = None,
-    group_min_session_timeout_ms: Annotated[int, typer.Option(min=0)] = 6_000,
-    group_max_session_timeout_ms: Annotated[int, typer.Option(min=0)] = 1_800_000,
-    group_initial_rebalance_delay_ms: Annotated[int, typer.Option(min=0)] = 3_000,
+    group_min_session_timeout_ms: Annotated[
+        int, typer.Option(min=0, help="Kafka's group.min.session.timeout.ms.")
+    ] = 6_000,
+    group_max_session_timeout_ms: Annotated[
+        int, typer.Option(min=0, help="Kafka's group.max.session.timeout.ms.")
+    ] = 1_800_000,
+    group_initial_rebalance_delay_ms: Annotated[
+        int, typer.Option(min=0, help="Kafka's group.initial.rebalance.delay.ms.")
+    ] = 3_000,
     group_max_size: Annotated[
-        int | None, typer.Option(min=1, help="[default: unbounded]", show_default=False)
+        int | None,
+        typer.Option(
+            min=1, help="Kafka's group.max.size (default: unbounded).", show_default=False
+        ),
     ] = None,
     max_frame_bytes: Annotated[
         int, typer.Option(min=1, help="Largest request frame accepted (socket.request.max.bytes).")

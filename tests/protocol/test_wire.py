@@ -378,3 +378,13 @@ def test_truncated_response_is_malformed() -> None:
     )[4:]
     with pytest.raises(MalformedFrameError):
         decode_response(12, 4, body[:-2])
+
+
+def test_unknown_payload_tagged_field_is_malformed_not_a_crash() -> None:
+    # kio does not skip tagged fields it has no schema for (Kafka would): the frame is
+    # refused as malformed, with the reason, instead of escaping as a KeyError
+    body = encode_request(12, 4, 1, "c", heartbeat_v4())[4:]
+    assert body.endswith(b"\x00")
+    tagged = body[:-1] + bytes([1, 9, 1, 0])
+    with pytest.raises(MalformedFrameError, match="KeyError"):
+        decode_request(tagged)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import selectors
 import signal
 import sqlite3
 import subprocess
@@ -11,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 from wire_client import WireClient
 
+from groupcoord.cli import app, parse_topic
 from groupcoord.coordinator import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -40,7 +43,11 @@ class Serve:
             text=True,
         )
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # the server prints it once it accepts
+        # the server prints the line once it accepts; a server that hangs fails the test
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            ready = sel.select(timeout=START_TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else ""
         if not line.startswith(READY_PREFIX):
             self.proc.kill()
             _, err = self.proc.communicate(timeout=STOP_TIMEOUT_S)
@@ -168,3 +175,56 @@ def test_port_in_use_is_reported(started: list[Serve]) -> None:
     )
     assert result.returncode == 2
     assert "cannot serve" in result.stderr
+
+
+CONTRACT_FLAGS = (
+    "--host",
+    "--port",
+    "--data-dir",
+    "--memory",
+    "--topic",
+    "--auto-create-partitions",
+    "--group-min-session-timeout-ms",
+    "--group-max-session-timeout-ms",
+    "--group-initial-rebalance-delay-ms",
+    "--group-max-size",
+    "--max-frame-bytes",
+    "--log-level",
+)
+
+
+def test_help_lists_every_contract_flag() -> None:
+    result = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for flag in CONTRACT_FLAGS:
+        assert flag in result.output, flag
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [("orders:12", ("orders", 12)), ("a.b-c_d:1", ("a.b-c_d", 1)), ("x:y:3", ("x:y", 3))],
+)
+def test_topic_specs(spec: str, parsed: tuple[str, int]) -> None:
+    assert parse_topic(spec) == parsed
+
+
+def test_group_settings_reach_the_coordinator_validation() -> None:
+    # min > max is refused by the coordinator config, reported as a usage error
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "groupcoord",
+            "serve",
+            "--memory",
+            "--group-min-session-timeout-ms",
+            "9000",
+            "--group-max-session-timeout-ms",
+            "8000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT_S,
+    )
+    assert result.returncode == 2
+    assert "group.min.session.timeout.ms" in result.stderr

@@ -16,6 +16,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindCoordinatorV1
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as FindCoordinatorV4
+from kio.schema.join_group.v5.request import JoinGroupRequest as KioJoinV5
+from kio.schema.join_group.v5.request import JoinGroupRequestProtocol
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from log_batches import build_batch, read_records
@@ -115,8 +117,9 @@ def test_unsupported_api_versions_version_gets_the_v0_fallback() -> None:
         frame = await client.receive_raw()
         correlation_id, error_code, count = struct.unpack_from(">ihi", frame)
         assert (correlation_id, error_code) == (7, 35)
-        keys = {struct.unpack_from(">hhh", frame, 10 + 6 * i)[0] for i in range(count)}
-        assert {18, 10, 11, 12, 14} <= keys
+        # as Kafka (KIP-511): only ApiVersions' own range, for the client to retry with
+        assert count == 1
+        assert struct.unpack_from(">hhh", frame, 10) == (18, 0, 4)
         # the connection stays usable
         response = await client.call(ApiVersionsV0())
         assert response.error_code == ErrorCode.none
@@ -459,3 +462,42 @@ def test_close_gives_up_parked_requests_and_closes_the_stores(tmp_path: Path) ->
         assert [o.committed_offset for o in offsets.values()] == [3]
     finally:
         store.close()
+
+
+def test_a_group_request_our_messages_refuse_gets_invalid_request() -> None:
+    async def scenario(server: Server) -> None:
+        client = await connect(server)
+        duplicate = JoinGroupRequestProtocol(name="range", metadata=b"")
+        response = await client.call(
+            KioJoinV5(
+                group_id="g",
+                session_timeout=ms(10_000),
+                rebalance_timeout=ms(10_000),
+                member_id="m",
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=(duplicate, duplicate),
+            )
+        )
+        assert response.error_code == ErrorCode.invalid_request
+        assert response.member_id == "m"
+        # the connection is still in service
+        assert (await client.call(ApiVersionsV0())).error_code == ErrorCode.none
+        await client.close()
+
+    run_scenario(scenario)
+
+
+def test_a_flood_of_pipelined_requests_is_answered_in_full_and_in_order() -> None:
+    count = 3 * 1024  # beyond the queue limit: reading pauses and resumes on the way
+
+    async def scenario(server: Server) -> None:
+        client = await connect(server)
+        frames = [client.codec.encode(ApiVersionsV0()) for _ in range(count)]
+        await client.send_raw(b"".join(frame for _, frame in frames))
+        received = [await client.receive() for _ in range(count)]
+        assert [r.correlation_id for r in received] == [c for c, _ in frames]
+        assert all(r.response.error_code == ErrorCode.none for r in received)
+        await client.close()
+
+    run_scenario(scenario)

@@ -15,11 +15,12 @@ Response header v0: ``int32 correlation_id``; v1 adds tagged fields.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Final
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
@@ -54,6 +55,11 @@ __all__ = [
     "request_header_version",
     "response_header_version",
 ]
+
+#: What kio raises on bytes that are not a valid payload: its own errors, and plain
+#: KeyError (an unknown tagged field), ValueError (an unknown enum value), OverflowError,
+#: TypeError, IndexError from deeper in its decoder.
+_DECODE_ERRORS: Final = (SerialError, KeyError, ValueError, TypeError, OverflowError, IndexError)
 
 #: Kafka's ``socket.request.max.bytes`` default (100 MiB).
 DEFAULT_MAX_FRAME_BYTES: Final = 104_857_600
@@ -169,20 +175,32 @@ def kio_version_range(api_key: int) -> tuple[int, int] | None:
     return min(versions), max(versions)
 
 
-@cache
+# Schema classes by (api_key, version). Only hits are kept: any peer can send any pair,
+# and caching misses would let it grow the dictionary without bound.
+_CLASSES: dict[tuple[int, int, EntityType], type[Any]] = {}
+
+
+def _schema_class(api_key: int, version: int, kind: EntityType) -> type[Any] | None:
+    cls = _CLASSES.get((api_key, version, kind))
+    if cls is not None:
+        return cls
+    try:
+        if kind is EntityType.request:
+            cls = load_request_schema(api_key, version)
+        else:
+            cls = load_response_schema(api_key, version)
+    except KioIndexError:
+        return None
+    _CLASSES[(api_key, version, kind)] = cls
+    return cls
+
+
 def _request_class(api_key: int, version: int) -> type[Any] | None:
-    try:
-        return load_request_schema(api_key, version)
-    except KioIndexError:
-        return None
+    return _schema_class(api_key, version, EntityType.request)
 
 
-@cache
 def _response_class(api_key: int, version: int) -> type[Any] | None:
-    try:
-        return load_response_schema(api_key, version)
-    except KioIndexError:
-        return None
+    return _schema_class(api_key, version, EntityType.response)
 
 
 def request_header_version(api_key: int, version: int) -> int | None:
@@ -267,6 +285,10 @@ def _skip_tagged_fields(data: bytes, pos: int) -> int:
 # --------------------------------------------------------------------------------------
 
 
+#: (api_key, version) -> request header version; the hot path's lookup
+_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
+
+
 def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     """The request header of a frame body and the offset of its payload.
 
@@ -278,7 +300,11 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
         raise MalformedFrameError(f"request header needs 8 bytes, frame has {len(frame)}")
     api_key, api_version, correlation_id = _HEADER_V0.unpack_from(frame, 0)
     pos = _HEADER_V0.size
-    header_version = request_header_version(api_key, api_version)
+    header_version = _HEADER_VERSIONS.get((api_key, api_version))
+    if header_version is None:
+        header_version = request_header_version(api_key, api_version)
+        if header_version is not None:  # bounded: only (api, version) pairs kio has
+            _HEADER_VERSIONS[(api_key, api_version)] = header_version
     client_id: str | None = None
     if header_version is None or header_version >= 1:
         if len(frame) < pos + 2:
@@ -296,7 +322,8 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
         elif length != -1:
             raise MalformedFrameError(f"client id length {length} is negative")
     if header_version == 2:
-        pos = _skip_tagged_fields(frame, pos)
+        # almost always no tagged fields: one zero byte
+        pos = pos + 1 if frame[pos : pos + 1] == b"\x00" else _skip_tagged_fields(frame, pos)
     header = RequestHeader(
         api_key=api_key,
         api_version=api_version,
@@ -325,8 +352,7 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
     try:
         check_lengths(cls, frame, offset)  # before kio: a huge count aborts its reader
         request, size = _reader(cls)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError, KeyError) as e:
-        # KeyError: kio refuses a tagged field it does not know
+    except _DECODE_ERRORS as e:
         raise MalformedFrameError(
             f"API {header.api_key} v{header.api_version} payload: {type(e).__name__}: {e}"
         ) from None
@@ -399,10 +425,37 @@ def encode_response(header: RequestHeader, response: object) -> bytes:
     cls = _payload_class(response, EntityType.response)
     header_version = response_header_version(cls.__api_key__, cls.__version__)
     assert header_version is not None  # the class exists, so kio knows it
+    body = encode_response_header(header.correlation_id, header_version) + _payload(cls, response)
+    return encode_frame(body)
+
+
+#: Encoded payloads of responses without nested entities or arrays (Heartbeat, SyncGroup,
+#: FindCoordinator v0-v3...): the few distinct ones recur, and kio's writer is Python.
+_FLAT_PAYLOADS: dict[type[Any], dict[Any, bytes] | None] = {}
+_FLAT_PAYLOADS_PER_CLASS: Final = 64
+
+
+def _is_flat(cls: type[Any]) -> bool:
+    return all(
+        "kafka_type" in f.metadata and not isinstance(f.default, tuple)
+        for f in dataclasses.fields(cls)
+    ) and not any(typing.get_origin(h) is tuple for h in typing.get_type_hints(cls).values())
+
+
+def _payload(cls: type[Any], response: Any) -> bytes:
+    if cls not in _FLAT_PAYLOADS:
+        _FLAT_PAYLOADS[cls] = {} if _is_flat(cls) else None
+    cache = _FLAT_PAYLOADS[cls]
+    if cache is not None:
+        cached = cache.get(response)
+        if cached is not None:
+            return cached
     buf = io.BytesIO()
-    buf.write(encode_response_header(header.correlation_id, header_version))
     _writer(cls)(buf, response)
-    return encode_frame(buf.getvalue())
+    payload = buf.getvalue()
+    if cache is not None and len(cache) < _FLAT_PAYLOADS_PER_CLASS:
+        cache[response] = payload
+    return payload
 
 
 def peek_correlation_id(payload: bytes) -> int:
@@ -430,7 +483,7 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
         response, size = _reader(cls)(payload, pos)
         if pos + size != len(payload):
             raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
-    except (SerialError, ValueError, KeyError, MalformedFrameError) as e:
+    except (*_DECODE_ERRORS, MalformedFrameError) as e:
         fallback = _api_versions_fallback(api_key, version, payload, pos)
         if fallback is None:
             raise MalformedFrameError(
@@ -447,7 +500,7 @@ def _api_versions_fallback(api_key: int, version: int, payload: bytes, pos: int)
     assert v0 is not None
     try:
         response, size = _reader(v0)(payload, pos)
-    except (SerialError, ValueError):
+    except _DECODE_ERRORS:
         return None
     if pos + size != len(payload) or response.error_code == 0:
         return None

@@ -3,8 +3,8 @@
 The table is exactly what the handlers serve: the group APIs (versions both kio and the
 coordinator have), FindCoordinator and ApiVersions (this package) and the data APIs
 (``DATA_API_VERSIONS``). A request of a version we do not serve gets the v0 response
-with UNSUPPORTED_VERSION and the table, as Kafka answers (KIP-511), so the client can
-retry with a version we have.
+with UNSUPPORTED_VERSION listing the ApiVersions versions we have, exactly as Kafka
+answers (KIP-511), so the client can retry with one of them.
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ def served_versions(data_api_versions: Mapping[int, tuple[int, int]]) -> dict[in
 def api_versions_response(
     version: int, table: Mapping[int, tuple[int, int]], *, unsupported: bool = False
 ) -> Any:
-    """The ApiVersions response of ``version`` (v0 with UNSUPPORTED_VERSION if
-    ``unsupported``) listing ``table``."""
+    """The ApiVersions response of ``version`` listing ``table``; with ``unsupported``, the
+    v0 UNSUPPORTED_VERSION answer listing only ApiVersions' own range from ``table``."""
     if unsupported:
         version = 0
+        table = {API_VERSIONS_KEY: table[API_VERSIONS_KEY]}
     module = load_payload_module(API_VERSIONS_KEY, version, EntityType.response)
     entry = module.ApiVersion
     fields: dict[str, Any] = {

@@ -6,7 +6,8 @@ now, a future of it (group requests the coordinator parks, long-poll Fetches), o
 silently:
 
 - unknown API key, or a version we do not serve: ApiVersions gets the v0 response with
-  UNSUPPORTED_VERSION and our table (as Kafka answers, KIP-511); any other API gets a
+  UNSUPPORTED_VERSION and its own version range (as Kafka answers, KIP-511); any other API
+  gets a
   response header with the request's correlation id followed by the int16 error code 35
   (UNSUPPORTED_VERSION). Kafka closes the connection here instead; a client that
   negotiated versions through ApiVersions never gets there, and one that did not at least
@@ -71,7 +72,6 @@ __all__ = ["Dispatcher", "Reply", "unsupported_frame"]
 log = logging.getLogger("groupcoord.server")
 
 API_FETCH = 1
-API_PRODUCE = 0
 _UNSUPPORTED_VERSION = 35
 
 #: What a request turns into: a response frame now, later, or never (acks=0 Produce).
@@ -154,7 +154,7 @@ class Dispatcher:
         async def long_poll() -> None:
             await self.fetches.wait(request)
             if not reply.done():
-                reply.set_result(encode_response(header, self.data_apis.handle(1, request)))
+                reply.set_result(encode_response(header, self.data_apis.handle(API_FETCH, request)))
 
         task = asyncio.ensure_future(long_poll())
         reply.add_done_callback(lambda _: task.cancel())
@@ -167,6 +167,7 @@ class Dispatcher:
                 header.api_key,
                 header.api_version,
                 request,
+                correlation=self.groups.new_correlation(),
                 client_id=header.client_id or "",
                 client_host=client_host,
             )
@@ -175,8 +176,10 @@ class Dispatcher:
             error = e if isinstance(e, KafkaError) else InvalidRequestError(str(e))
             kio_response = group_error_response(header, request, type(error))
             return encode_response(header, kio_response)
-        future = self.groups.submit(ours)
-        reply: asyncio.Future[bytes | None] = future.get_loop().create_future()
+        answered = self.groups.submit(ours)
+        if not isinstance(answered, asyncio.Future):
+            return self._encode_group(header, request, answered)
+        reply: asyncio.Future[bytes | None] = answered.get_loop().create_future()
 
         def encode(done: asyncio.Future[AnyResponse]) -> None:
             if reply.done():
@@ -184,18 +187,20 @@ class Dispatcher:
             if done.cancelled():
                 reply.cancel()
                 return
-            try:
-                reply.set_result(encode_response(header, to_kio_response(done.result())))
-            except Exception:  # a bug: log it, answer with an error, keep the connection
-                log.exception("cannot encode a response to api %d", header.api_key)
-                reply.set_result(
-                    encode_response(
-                        header, group_error_response(header, request, UnknownServerError)
-                    )
-                )
+            reply.set_result(self._encode_group(header, request, done.result()))
 
-        future.add_done_callback(encode)
+        answered.add_done_callback(encode)
         return reply
+
+    @staticmethod
+    def _encode_group(header: RequestHeader, request: Any, response: AnyResponse) -> bytes:
+        try:
+            return encode_response(header, to_kio_response(response))
+        except Exception:  # a bug: log it, answer with an error, keep the connection
+            log.exception("cannot encode a response to api %d", header.api_key)
+            return encode_response(
+                header, group_error_response(header, request, UnknownServerError)
+            )
 
 
 def _fail_from(task: asyncio.Task[None], reply: asyncio.Future[bytes | None]) -> None:
