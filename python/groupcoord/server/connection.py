@@ -150,8 +150,8 @@ class Connection:
                 except asyncio.CancelledError:
                     if not item.cancelled():
                         raise
-                    # given up on at close: a reply after it would answer the wrong
-                    # request, so the ones before it are the last this connection sends
+                    # given up on at close: send what is ready before it and nothing
+                    # after it (a later reply would answer the wrong request)
                     if batch:
                         writer.write(b"".join(batch))
                         with contextlib.suppress(ConnectionError):
