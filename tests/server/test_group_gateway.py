@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -155,3 +156,12 @@ def test_rebalance_line_names_at_most_twenty_members(caplog: pytest.LogCaptureFi
     assert "group=big generation=7 members=25" in line
     assert "m19, ... (+5 more)" in line and "m20" not in line
     assert "duration_ms=250 reason=scale out" in line
+
+
+def test_wall_clock_starts_at_the_epoch_time_and_never_goes_back() -> None:
+    before = time.time_ns() // 1_000_000
+    clock = WallClock()
+    readings = [clock() for _ in range(1000)]
+    after = time.time_ns() // 1_000_000
+    assert before <= readings[0] <= after + 1
+    assert readings == sorted(readings)
