@@ -1,0 +1,230 @@
+"""The asyncio side of the sans-IO :class:`~groupcoord.coordinator.GroupCoordinator`.
+
+:class:`GroupGateway` turns a coordinator request into a future of its response. The
+coordinator may release a response much later (a JoinGroup waits for the join phase), and
+a call may release responses of other requests: every request carries a fresh integer
+``correlation`` and the gateway resolves whichever futures come out. One loop timer is
+kept at the coordinator's ``next_deadline()`` and calls ``tick`` when it fires.
+
+Two things Kafka's broker does around the coordinator live here too: OffsetCommit
+partitions of topics or partitions that do not exist are answered
+UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, and every completed rebalance
+is logged at INFO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+
+from groupcoord.coordinator import (
+    AnyRequest,
+    AnyResponse,
+    GroupCoordinator,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    RebalanceCompleted,
+)
+from groupcoord.errors import UnknownTopicOrPartitionError
+
+__all__ = ["GroupGateway", "log_rebalance"]
+
+log = logging.getLogger("groupcoord.server")
+
+
+def log_rebalance(event: RebalanceCompleted) -> None:
+    """Kafka's "Stabilized group" line, with the members, duration and cause."""
+    log.info(
+        "rebalance completed: group=%s generation=%d members=%d [%s] leader=%s "
+        "protocol=%s/%s duration_ms=%d reason=%s",
+        event.group_id,
+        event.generation_id,
+        len(event.members),
+        _member_list(event.members),
+        event.leader_id,
+        event.protocol_type,
+        event.protocol_name,
+        event.duration_ms,
+        event.reason,
+    )
+
+
+#: members named in a rebalance line; a 1000-member group gets a count for the rest
+LOGGED_MEMBERS = 20
+
+
+def _member_list(members: tuple[str, ...]) -> str:
+    shown = ", ".join(members[:LOGGED_MEMBERS])
+    rest = len(members) - LOGGED_MEMBERS
+    return f"{shown}, ... (+{rest} more)" if rest > 0 else shown
+
+
+class GroupGateway:
+    """Feeds one coordinator from the event loop. ``now_ms`` is the server clock (must
+    not go backwards); ``partitions_per_topic`` is the log's current topic table."""
+
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        now_ms: Callable[[], int],
+        partitions_per_topic: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self.coordinator = coordinator
+        self._now_ms = now_ms
+        self._partitions = partitions_per_topic
+        self._pending: dict[int, asyncio.Future[AnyResponse]] = {}
+        self._tokens = itertools.count(1)
+        self._last_token = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline: int | None = None
+        self._closed = False
+        coordinator.add_rebalance_listener(log_rebalance)
+
+    @property
+    def pending(self) -> int:
+        """Requests whose response the coordinator has not released yet."""
+        return len(self._pending)
+
+    def submit(self, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        """The response to ``request`` if the coordinator answers at once (most requests),
+        else a future resolved when it releases the response."""
+        if self._closed:
+            cancelled: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
+            cancelled.cancel()
+            return cancelled
+        if isinstance(request, OffsetCommitRequest):
+            return self._commit(request)
+        token = request.correlation
+        if not self._issued(token):
+            token = self.new_correlation()
+            request = dataclasses.replace(request, correlation=token)
+        assert isinstance(token, int)
+        return self._handle(token, request)
+
+    def new_correlation(self) -> int:
+        """A correlation token for a request about to be submitted (saves :meth:`submit`
+        copying the request to give it one)."""
+        self._last_token = next(self._tokens)
+        return self._last_token
+
+    def _issued(self, token: object) -> bool:
+        return (
+            isinstance(token, int) and 0 < token <= self._last_token and token not in self._pending
+        )
+
+    def _handle(self, token: int, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        immediate = self._release(self.coordinator.handle(request, self._now_ms()), token)
+        if immediate is not None:
+            return immediate
+        future: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
+        self._pending[token] = future
+        return future
+
+    def _commit(self, request: OffsetCommitRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        known = self._partitions()
+        topics = []
+        for t in request.topics:
+            count = known.get(t.name)
+            parts = tuple(
+                p for p in t.partitions if count is not None and 0 <= p.partition_index < count
+            )
+            if parts:
+                topics.append(dataclasses.replace(t, partitions=parts))
+        token = self.new_correlation()
+        inner = dataclasses.replace(request, topics=tuple(topics), correlation=token)
+        answered = self._handle(token, inner)
+        if not isinstance(answered, asyncio.Future):
+            assert isinstance(answered, OffsetCommitResponse)
+            return _with_unknown_partitions(request, answered)
+        merged: asyncio.Future[AnyResponse] = answered.get_loop().create_future()
+
+        def merge(done: asyncio.Future[AnyResponse]) -> None:
+            if merged.done():
+                return
+            if done.cancelled():
+                merged.cancel()
+                return
+            result = done.result()
+            assert isinstance(result, OffsetCommitResponse)
+            merged.set_result(_with_unknown_partitions(request, result))
+
+        answered.add_done_callback(merge)
+        return merged
+
+    def _release(self, responses: list[AnyResponse], current: int = 0) -> AnyResponse | None:
+        """Resolve the futures of released responses; return the one for ``current`` (the
+        request being handled, which has no future yet)."""
+        immediate = None
+        for response in responses:
+            token = response.correlation
+            if token == current:
+                immediate = response
+                continue
+            future = self._pending.pop(token, None) if isinstance(token, int) else None
+            if future is None:
+                log.error("coordinator released a response nobody waits for: %r", response)
+                continue
+            if not future.done():
+                future.set_result(response)
+        self._arm_timer()
+        return immediate
+
+    def _arm_timer(self) -> None:
+        if self._closed:
+            return
+        deadline = self.coordinator.next_deadline()
+        if deadline == self._timer_deadline and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is None:
+            return
+        delay_s = max(0, deadline - self._now_ms()) / 1000
+        self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        self._release(self.coordinator.tick(self._now_ms()))
+
+    def close(self) -> None:
+        """Stop the timer, cancel waiting requests and close the coordinator's store."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
+        self.coordinator.close()
+
+
+def _with_unknown_partitions(
+    request: OffsetCommitRequest, answered: OffsetCommitResponse
+) -> OffsetCommitResponse:
+    """The response in the request's order: the coordinator's result where it answered,
+    UNKNOWN_TOPIC_OR_PARTITION for what it never saw."""
+    results = {(t.name, p.partition_index): p for t in answered.topics for p in t.partitions}
+    topics = tuple(
+        OffsetCommitResponseTopic(
+            name=t.name,
+            partitions=tuple(
+                results.get(
+                    (t.name, p.partition_index),
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error=UnknownTopicOrPartitionError
+                    ),
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in request.topics
+    )
+    return dataclasses.replace(answered, topics=topics, correlation=request.correlation)
