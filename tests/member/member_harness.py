@@ -122,7 +122,12 @@ class Cluster:
     # ------------------------------------------------------------------ membership
 
     def add(self, name: str, config: MemberConfig, *, poll_every_ms: int = 50) -> SimMember:
-        if name in self.members and self.members[name].alive:
+        running = self.members.get(name)
+        if (
+            running is not None
+            and running.alive
+            and running.machine.state is not MemberState.CLOSED
+        ):
             raise ValueError(f"{name} is already running")
         machine = MemberMachine(config)
         machine.coordinator_found(self.now)
@@ -275,6 +280,9 @@ class Cluster:
             member.fatal_seen.append(member.machine.fatal_error)
 
     def _check_exclusive(self) -> None:
+        """No partition in two live machines' assignments; and none in a machine's assignment
+        while another member's application still works on it (its delivered calls say it
+        owns it) unless that member's release is a pending ``lost``."""
         if not self.exclusive:
             return
         seen: dict[TopicPartition, str] = {}
@@ -283,6 +291,20 @@ class Cluster:
                 if tp in seen:
                     raise InvariantViolation(f"t={self.now}: {tp} owned by {seen[tp]} and {m.name}")
                 seen[tp] = m.name
+        for m in self.live():
+            lost = {
+                tp
+                for call in m.machine.peek_callbacks()
+                if call.kind is CallbackKind.LOST
+                for tp in call.partitions
+            }
+            for tp in m.view - lost:
+                owner = seen.get(tp)
+                if owner is not None and owner != m.name:
+                    raise InvariantViolation(
+                        f"t={self.now}: {tp} is {owner}'s while {m.name}'s application "
+                        "has not been told to give it up"
+                    )
 
     # ------------------------------------------------------------------ questions
 
