@@ -40,6 +40,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.assignors.base import Assignor, RebalanceProtocol
+from groupcoord.assignors.builtin import CooperativeStickyAssignor
+from groupcoord.assignors.delayed_imbalance import decode_scheduled_delay
 from groupcoord.coordinator.messages import (
     AnyRequest,
     AnyResponse,
@@ -761,7 +763,16 @@ class MemberMachine:
         snapshot = self._snapshot({t: None for t in topics})
         self._assignment_snapshot = snapshot
         partitions_per_topic = {t: n for t, n in snapshot.items() if n is not None}
-        encoded = assignor.assign_encoded(partitions_per_topic, subscriptions, instance_ids)
+        if (
+            isinstance(assignor, CooperativeStickyAssignor)
+            and assignor.scheduled_rebalance_max_delay_ms > 0
+        ):
+            # KIP-415: the assignor needs the time to hold back a departed member's partitions.
+            encoded = assignor.assign_encoded(
+                partitions_per_topic, subscriptions, instance_ids, now_ms=now_ms
+            )
+        else:
+            encoded = assignor.assign_encoded(partitions_per_topic, subscriptions, instance_ids)
         return tuple(sorted(encoded.items()))
 
     def _snapshot(self, topics: Mapping[str, int | None]) -> dict[str, int | None]:
@@ -822,6 +833,11 @@ class MemberMachine:
         self.assignment = assigned
         self._last_assigned = tuple(sorted(assigned))
         self._queue_callback(CallbackKind.ASSIGNED, added, gate=False)
+        if self.protocol_name == CooperativeStickyAssignor.name:
+            delay = decode_scheduled_delay(user_data)
+            # KIP-415: partitions are held for a departed static member; rejoin when the
+            # delay runs out so that the leader can hand them out.
+            self._t.scheduled_rejoin_ms = None if delay is None else now_ms + delay
         unsubscribed = {tp.topic for tp in assigned} - set(self.config.topics)
         if unsubscribed:
             self._request_rejoin(
