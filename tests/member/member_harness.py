@@ -115,7 +115,9 @@ class Cluster:
         self.members: dict[str, SimMember] = {}
         self.delivered: list[Delivered] = []
         self.sent: list[tuple[int, str, AnyRequest]] = []
-        self._routes: dict[tuple[str, object], str] = {}
+        # (incarnation, correlation) -> the member process that sent it; a restarted
+        # member is a new process, so answers meant for the old one never reach it
+        self._routes: dict[tuple[int, object], SimMember] = {}
         self.drop_to: set[str] = set()
         self.exclusive = exclusive
 
@@ -206,9 +208,9 @@ class Cluster:
                         # unreachable coordinator: the connection attempt fails
                         machine.request_failed(request, NetworkException, self.now)
                         continue
-                    token = (m.name, request.correlation)
+                    token = (id(m), request.correlation)
                     wrapped = dataclasses.replace(request, correlation=token)  # type: ignore[type-var]
-                    self._routes[token] = m.name
+                    self._routes[token] = m
                     self._route(self.coordinator.handle(wrapped, self.now))
                 self._check(m)
             if not moved:
@@ -219,8 +221,7 @@ class Cluster:
         for response in responses:
             token = response.correlation
             assert isinstance(token, tuple)
-            name = self._routes.pop(token)
-            member = self.members[name]
+            member = self._routes.pop(token)
             if not member.alive:
                 continue
             unwrapped = dataclasses.replace(response, correlation=token[1])  # type: ignore[type-var]

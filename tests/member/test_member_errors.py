@@ -36,7 +36,8 @@ from groupcoord.errors import (
     UnsupportedVersionError,
 )
 from groupcoord.member import CallbackKind, CommitFailedError, MemberMachine, MemberState
-from groupcoord.types import TopicPartition
+from groupcoord.protocol import encode_assignment
+from groupcoord.types import Assignment, TopicPartition
 
 COOP = CooperativeStickyAssignor()
 
@@ -482,3 +483,50 @@ def test_static_member_close_sends_no_leave() -> None:
     cluster.close("a")
     assert not [r for _t, n, r in cluster.sent if isinstance(r, LeaveGroupRequest)]
     assert a.machine.done and a.machine.state is MemberState.CLOSED
+
+
+def _joined_by_hand(partitions: list[int]) -> MemberMachine:
+    """A follower brought to STABLE by hand-written coordinator answers; its assigned call is
+    still undelivered (the application has not polled since)."""
+    machine = MemberMachine(member_config(["t"], [COOP]))
+    machine.coordinator_found(0)
+    machine.poll(0)
+    (join,) = machine.next_requests(0)
+    machine.receive(
+        JoinGroupResponse(
+            version=join.version,
+            correlation=join.correlation,
+            generation_id=1,
+            protocol_type="consumer",
+            protocol_name=COOP.name,
+            leader="other",
+            member_id="me",
+        ),
+        1,
+    )
+    (sync,) = machine.next_requests(1)
+    payload = encode_assignment(Assignment([TopicPartition("t", p) for p in partitions]))
+    machine.receive(
+        SyncGroupResponse(version=sync.version, correlation=sync.correlation, assignment=payload),
+        2,
+    )
+    assert machine.state is MemberState.STABLE
+    return machine
+
+
+def test_partitions_lost_before_the_application_heard_of_them_are_never_announced() -> None:
+    machine = _joined_by_hand([0, 1])
+    (beat,) = machine.next_requests(200)
+    machine.receive(_answer(beat, IllegalGenerationError), 201)
+    # neither "assigned {0, 1}" (they are gone) nor "lost {0, 1}" (it never had them)
+    assert machine.peek_callbacks() == ()
+
+
+def test_lost_covers_only_what_the_application_was_told() -> None:
+    machine = _joined_by_hand([0, 1])
+    assert [c.kind for c in machine.take_callbacks()] == [CallbackKind.ASSIGNED]
+    (beat,) = machine.next_requests(200)
+    machine.receive(_answer(beat, UnknownMemberIdError), 201)
+    (lost,) = machine.peek_callbacks()
+    assert lost.kind is CallbackKind.LOST
+    assert lost.partitions == {TopicPartition("t", 0), TopicPartition("t", 1)}

@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from groupcoord.assignors.base import Assignor, RebalanceProtocol
 from groupcoord.assignors.builtin import CooperativeStickyAssignor
@@ -64,11 +64,15 @@ from groupcoord.errors import (
     BrokerNotAvailableError,
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
+    GroupAuthorizationFailedError,
     GroupcoordError,
+    GroupMaxSizeReachedError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidAssignorInput,
+    InvalidGroupIdError,
     InvalidPayload,
+    InvalidSessionTimeoutError,
     KafkaError,
     MemberIdRequiredError,
     NetworkException,
@@ -112,6 +116,17 @@ _COORDINATOR_ERRORS: tuple[type[KafkaError], ...] = (
 )
 #: Our membership is no longer valid: reset generation and member id, partitions are lost.
 _RESET_ERRORS: tuple[type[KafkaError], ...] = (UnknownMemberIdError, IllegalGenerationError)
+#: Join/sync errors that retrying cannot fix (Kafka raises them from poll()); other errors
+#: are retried after retry.backoff.ms.
+_FATAL_ERRORS: tuple[type[KafkaError], ...] = (
+    FencedInstanceIdError,
+    GroupAuthorizationFailedError,
+    InvalidSessionTimeoutError,
+    InconsistentGroupProtocolError,
+    GroupMaxSizeReachedError,
+    InvalidGroupIdError,
+    UnsupportedVersionError,
+)
 
 _SUBSCRIPTION_VERSION = 3
 
@@ -177,6 +192,8 @@ class _Flags:
     poll_expired: bool = False
     is_leader: bool = False
     leave_sent: bool = False
+    #: the generation was reset with partitions lost; cleared by the next successful join
+    membership_lost: bool = False
     group_topics: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -594,10 +611,15 @@ class MemberMachine:
         self._fetches = keep
 
     def _emit_leave(self, out: list[AnyRequest]) -> None:
-        if self._leave is None or self._f.awaiting_delivery or self._commits:
+        if self._leave is None or self._f.awaiting_delivery:
             return
+        if any(q.min_generation <= self._generation_id for q in self._commits):
+            return  # they go out first
         if any(e.commit is not None for e in self._inflight.values()):
             return  # let the last commits land before the member id goes away
+        for queued in self._commits:  # waiting for a rebalance that leaving rules out
+            queued.handle.fail(MemberClosedError("the member left before the commit could go"))
+        self._commits.clear()
         leave, self._leave = self._leave, None
         self._f.leave_sent = True
         out.append(
@@ -694,6 +716,7 @@ class MemberMachine:
         if error is None:
             self.member_id = response.member_id
             self._generation_id = response.generation_id
+            self._f.membership_lost = False
             self.protocol_name = response.protocol_name
             self._f.is_leader = response.leader == response.member_id
             self._set_state(MemberState.COMPLETING_REBALANCE)
@@ -737,8 +760,11 @@ class MemberMachine:
             self._f.joining = True
         elif error is RebalanceInProgressError or error.retriable:
             self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
-        else:
+        elif issubclass(error, _FATAL_ERRORS):
             self._fail(error(f"JoinGroup failed for group {self.config.group_id!r}"))
+        else:
+            log.warning("JoinGroup failed with %s; retrying after backoff", error.name)
+            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
 
     def _assign_as_leader(
         self, response: JoinGroupResponse, now_ms: int
@@ -806,10 +832,11 @@ class MemberMachine:
         elif issubclass(error, _COORDINATOR_ERRORS):
             self.coordinator_lost(now_ms)
             self._f.joining = True
-        elif error.retriable:
-            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
-        else:
+        elif issubclass(error, _FATAL_ERRORS):
             self._fail(error(f"SyncGroup failed for group {self.config.group_id!r}"))
+        else:
+            log.warning("SyncGroup failed with %s; rejoining after backoff", error.name)
+            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
 
     def _complete_rebalance(
         self,
@@ -889,7 +916,13 @@ class MemberMachine:
             handle.succeed()
             return
         kinds = set(errors.values())
-        if RebalanceInProgressError in kinds:
+        if FencedInstanceIdError in kinds:
+            fenced = FencedInstanceIdError(
+                f"group.instance.id {self.config.group_instance_id!r} fenced (offset commit)"
+            )
+            handle.fail(fenced, errors)
+            self._fail(fenced)
+        elif RebalanceInProgressError in kinds:
             # Goes out again once a rebalance has completed (a newer generation is stable).
             self._commits.append(_QueuedCommit(handle, min_generation=request.generation_id + 1))
             if self.state is MemberState.STABLE:
@@ -957,6 +990,8 @@ class MemberMachine:
     def _queue_callback(
         self, kind: CallbackKind, partitions: frozenset[TopicPartition], *, gate: bool
     ) -> None:
+        if kind is CallbackKind.LOST:
+            partitions = self._withdraw_undelivered(partitions)
         if not partitions and kind is not CallbackKind.ASSIGNED:
             return
         self._callbacks.append(
@@ -964,6 +999,24 @@ class MemberMachine:
         )
         if gate:
             self._f.awaiting_delivery = True
+
+    def _withdraw_undelivered(self, lost: frozenset[TopicPartition]) -> frozenset[TopicPartition]:
+        """Take ``lost`` partitions out of assigned calls the application has not seen yet;
+        return the ones it has seen. A busy application must not be told "assigned" for
+        partitions that are someone else's by the time it hears it."""
+        unseen: set[TopicPartition] = set()
+        kept: list[ListenerCall] = []
+        for call in self._callbacks:
+            overlap = call.partitions & lost if call.kind is CallbackKind.ASSIGNED else None
+            if overlap:
+                unseen |= overlap
+                remaining = call.partitions - overlap
+                if not remaining:
+                    continue  # nothing left that it could still act on
+                call = replace(call, partitions=remaining)
+            kept.append(call)
+        self._callbacks = kept
+        return lost - unseen
 
     def _request_rejoin(self, reason: str) -> None:
         self._f.rejoin_needed = True
@@ -978,6 +1031,15 @@ class MemberMachine:
         self._generation_id = -1
         self.member_id = ""
         self._f.is_leader = False
+        if lost:
+            self._f.membership_lost = True
+            # Commits not sent yet would go out with a later generation, for partitions that
+            # may be someone else's by then: fail them (Kafka's CommitFailedException).
+            for queued in self._commits:
+                queued.handle.fail(
+                    CommitFailedError("the member fell out of the group before the commit was sent")
+                )
+            self._commits.clear()
         if lost and self.assignment:
             # Not a gate: lost partitions are gone whatever the application does, and a
             # LeaveGroup after a poll timeout must not wait for the stalled application.
@@ -1019,10 +1081,7 @@ class MemberMachine:
         if self.state is MemberState.CLOSED:
             return self._f.leave_sent or self._generation_lost()
         return (
-            self.state is MemberState.UNJOINED
-            and not self._f.joining
-            and self._generation_lost()
-            and self._t.last_poll_ms > 0
+            self.state is MemberState.UNJOINED and not self._f.joining and self._f.membership_lost
         )
 
     def _requeue(self, entry: _InFlight) -> None:
