@@ -530,3 +530,16 @@ def test_lost_covers_only_what_the_application_was_told() -> None:
     (lost,) = machine.peek_callbacks()
     assert lost.kind is CallbackKind.LOST
     assert lost.partitions == {TopicPartition("t", 0), TopicPartition("t", 1)}
+
+
+def test_a_poll_after_max_poll_interval_without_any_tick_still_leaves_and_rejoins() -> None:
+    machine = _joined_by_hand([0, 1])
+    machine.take_callbacks()
+    late = 2 + machine.config.max_poll_interval_ms + 1  # nobody called the machine meanwhile
+    machine.poll(late)
+    assert [c.kind for c in machine.peek_callbacks()] == [CallbackKind.LOST]
+    requests = machine.next_requests(late)
+    assert [type(r) for r in requests] == [LeaveGroupRequest, JoinGroupRequest]
+    leave = requests[0]
+    assert isinstance(leave, LeaveGroupRequest) and leave.members[0].member_id == "me"
+    assert not machine.poll_expired  # the poll that noticed it already started the rejoin

@@ -6,9 +6,14 @@ restarts, in virtual time. The harness checks at every step that no partition ha
 owners, that a partition reaches a new owner only after the previous owner gave it up, that
 no revoked/lost call is empty and that generations only grow; :meth:`settle` checks that once
 churn stops the group converges to a full, balanced assignment.
+
+Machines: cooperative-sticky, eager range, eager sticky, both mixed states of the two-bounce
+eager -> cooperative upgrade, and cooperative-sticky with KIP-415 delayed imbalance.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -21,16 +26,23 @@ from groupcoord.member import MemberState
 
 SESSION_MS = 1_000
 MAX_POLL_MS = 3_000
+DELAY_MS = 2_000  # KIP-415 delay of DelayedImbalanceChurn
 NAMES = st.sampled_from([f"m{i}" for i in range(5)])
 
 
+AssignorFactory = Callable[[], list[Assignor]]
+
+
 class MemberChurn(RuleBasedStateMachine):
-    assignors: tuple[Assignor, ...] = (CooperativeStickyAssignor(),)
+    #: what a joining member is configured with (one drawn per member; each gets fresh
+    #: instances, as separate processes would: KIP-415 memory lives in the instance)
+    assignor_choices: tuple[AssignorFactory, ...] = (lambda: [CooperativeStickyAssignor()],)
 
     @initialize(partitions=st.integers(1, 10))
     def start(self, partitions: int) -> None:
         self.cluster = Cluster({"t": partitions})
         self.static_names: set[str] = set()
+        self.choice: dict[str, int] = {}
 
     def _running(self, name: str) -> SimMember | None:
         m = self.cluster.members.get(name)
@@ -38,12 +50,14 @@ class MemberChurn(RuleBasedStateMachine):
             return None
         return m
 
-    def _start(self, name: str, static: bool, poll_every_ms: int = 50) -> None:
+    def _start(self, name: str, static: bool, poll_every_ms: int = 50, choice: int = 0) -> None:
+        factory = self.assignor_choices[choice % len(self.assignor_choices)]
+        self.choice[name] = choice
         self.cluster.add(
             name,
             member_config(
                 ["t"],
-                list(self.assignors),
+                factory(),
                 session_timeout_ms=SESSION_MS,
                 max_poll_interval_ms=MAX_POLL_MS,
                 group_instance_id=f"static-{name}" if static else None,
@@ -60,10 +74,11 @@ class MemberChurn(RuleBasedStateMachine):
         static=st.booleans(),
         poll_every_ms=st.integers(1, 500),
         after_ms=st.integers(0, 1_500),
+        choice=st.integers(0, 3),
     )
-    def join(self, name: str, static: bool, poll_every_ms: int, after_ms: int) -> None:
+    def join(self, name: str, static: bool, poll_every_ms: int, after_ms: int, choice: int) -> None:
         if self._running(name) is None:
-            self._start(name, static, poll_every_ms)
+            self._start(name, static, poll_every_ms, choice)
         self.cluster.run_for(after_ms)
 
     @rule(name=NAMES, after_ms=st.integers(0, 1_500))
@@ -99,7 +114,7 @@ class MemberChurn(RuleBasedStateMachine):
             return
         self.cluster.kill(name)
         self.cluster.run_for(down_ms)
-        self._start(name, static=True)
+        self._start(name, static=True, choice=self.choice.get(name, 0))
 
     @rule(ms=st.integers(1, 3_000))
     def wait(self, ms: int) -> None:
@@ -110,7 +125,7 @@ class MemberChurn(RuleBasedStateMachine):
         """Churn stops: every live member polls normally again; the group must converge."""
         for m in self.cluster.live():
             m.next_poll_ms = min(m.next_poll_ms, self.cluster.now)
-        self.cluster.run_for(4 * MAX_POLL_MS)
+        self.cluster.run_for(4 * MAX_POLL_MS + DELAY_MS)
         assert self.cluster.is_settled(), self._describe()
         running = [m for m in self.cluster.live() if m.machine.state is MemberState.STABLE]
         if running:
@@ -147,15 +162,43 @@ _SETTINGS = settings(
 
 
 class CooperativeChurn(MemberChurn):
-    assignors = (CooperativeStickyAssignor(),)
+    assignor_choices = (lambda: [CooperativeStickyAssignor()],)
 
 
 class EagerRangeChurn(MemberChurn):
-    assignors = (RangeAssignor(),)
+    assignor_choices = (lambda: [RangeAssignor()],)
 
 
 class EagerStickyChurn(MemberChurn):
-    assignors = (StickyAssignor(),)
+    assignor_choices = (lambda: [StickyAssignor()],)
+
+
+class FirstBounceChurn(MemberChurn):
+    """Mid-upgrade, first bounce: eager range members and members already announcing
+    cooperative-sticky first (still eager, since range is also listed)."""
+
+    assignor_choices = (
+        lambda: [RangeAssignor()],
+        lambda: [CooperativeStickyAssignor(), RangeAssignor()],
+    )
+
+
+class SecondBounceChurn(MemberChurn):
+    """Mid-upgrade, second bounce: eager members ([cooperative-sticky, range]) and
+    cooperative ones ([cooperative-sticky]) in one cooperative-sticky group."""
+
+    assignor_choices = (
+        lambda: [CooperativeStickyAssignor(), RangeAssignor()],
+        lambda: [CooperativeStickyAssignor()],
+    )
+
+
+class DelayedImbalanceChurn(MemberChurn):
+    """Cooperative with KIP-415: a departed static member's partitions are held back."""
+
+    assignor_choices = (
+        lambda: [CooperativeStickyAssignor(scheduled_rebalance_max_delay_ms=DELAY_MS)],
+    )
 
 
 TestCooperativeChurn = CooperativeChurn.TestCase
@@ -164,3 +207,9 @@ TestEagerRangeChurn = EagerRangeChurn.TestCase
 TestEagerRangeChurn.settings = _SETTINGS
 TestEagerStickyChurn = EagerStickyChurn.TestCase
 TestEagerStickyChurn.settings = _SETTINGS
+TestFirstBounceChurn = FirstBounceChurn.TestCase
+TestFirstBounceChurn.settings = _SETTINGS
+TestSecondBounceChurn = SecondBounceChurn.TestCase
+TestSecondBounceChurn.settings = _SETTINGS
+TestDelayedImbalanceChurn = DelayedImbalanceChurn.TestCase
+TestDelayedImbalanceChurn.settings = _SETTINGS

@@ -275,9 +275,11 @@ class MemberMachine:
 
     def poll(self, now_ms: int) -> None:
         """The application called ``poll()``: reset the poll timer; start a (re)join if due."""
+        # Timers first: an application back after max.poll.interval.ms has been out of the
+        # group for a while even if no one told the machine the time in between.
+        self._advance(now_ms)
         self._t.last_poll_ms = now_ms
         self._f.poll_expired = False
-        self._advance(now_ms)
         if self.state in (MemberState.FATAL, MemberState.CLOSED):
             return
         if self._f.joining or not (self._f.rejoin_needed or self.state is MemberState.UNJOINED):
@@ -409,6 +411,8 @@ class MemberMachine:
             self._leave = _PendingLeave(self.member_id, "the consumer is being closed")
         self._set_state(MemberState.CLOSED)
         self._f.joining = False
+        self._forget_group_requests()  # their answers no longer matter
+        self._pending_sync = None
         for queued in self._fetches:
             queued.handle.fail(MemberClosedError("member closed before the fetch was sent"))
         self._fetches.clear()
