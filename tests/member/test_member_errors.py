@@ -543,3 +543,11 @@ def test_a_poll_after_max_poll_interval_without_any_tick_still_leaves_and_rejoin
     leave = requests[0]
     assert isinstance(leave, LeaveGroupRequest) and leave.members[0].member_id == "me"
     assert not machine.poll_expired  # the poll that noticed it already started the rejoin
+
+
+def test_a_failed_coordinator_lookup_pushes_the_next_one_back() -> None:
+    machine = MemberMachine(member_config(["t"], [COOP], retry_backoff_ms=40))
+    assert machine.coordinator_lookup_due(0)
+    machine.coordinator_lookup_failed(10)
+    assert not machine.coordinator_lookup_due(49)
+    assert machine.coordinator_lookup_due(50) and machine.next_deadline() == 50

@@ -318,6 +318,11 @@ class MemberMachine:
             self._f.joining = True
             self._f.rejoin_reason = "coordinator changed during the rebalance"
 
+    def coordinator_lookup_failed(self, now_ms: int) -> None:
+        """A FindCoordinator attempt failed: the next one is due retry.backoff.ms later."""
+        if not self._f.coordinator_known:
+            self._t.coordinator_retry_ms = now_ms + self.config.retry_backoff_ms
+
     def coordinator_lookup_due(self, now_ms: int) -> bool:
         """Whether the runner should look the coordinator up now."""
         return (
