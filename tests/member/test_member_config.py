@@ -151,3 +151,11 @@ def test_listener_call_delivers_to_the_matching_hook() -> None:
         ListenerCall(kind=kind, partitions=ps).deliver(Recorder())
     assert seen == [("revoked", ps), ("assigned", ps), ("lost", ps)]
     RebalanceListener().on_partitions_lost(ps)  # the base class hooks do nothing
+
+
+def test_configs_are_hashable_and_compare_by_value() -> None:
+    assignor = RangeAssignor()
+    a = _config(assignors=[assignor], max_versions={11: 5})
+    b = _config(assignors=[assignor], max_versions={11: 5})
+    assert a == b and hash(a) == hash(b)
+    assert a != _config(assignors=[assignor], max_versions={11: 4})

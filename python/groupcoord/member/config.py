@@ -51,7 +51,7 @@ class MemberConfig:
     group_instance_id: str | None = None
     client_id: str = "groupcoord"
     retry_backoff_ms: int = 100
-    max_versions: Mapping[int, int] = field(default_factory=dict)
+    max_versions: Mapping[int, int] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.group_id, str) or not self.group_id:
