@@ -551,3 +551,15 @@ def test_a_failed_coordinator_lookup_pushes_the_next_one_back() -> None:
     machine.coordinator_lookup_failed(10)
     assert not machine.coordinator_lookup_due(49)
     assert machine.coordinator_lookup_due(50) and machine.next_deadline() == 50
+
+
+def test_commits_between_losing_the_membership_and_rejoining_fail() -> None:
+    machine = _joined_by_hand([0, 1])
+    machine.take_callbacks()
+    (beat,) = machine.next_requests(200)
+    machine.receive(_answer(beat, UnknownMemberIdError), 201)
+    machine.poll(202)  # the rejoin is under way
+    assert machine.state in (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE)
+    handle = machine.commit({TopicPartition("t", 0): 3}, 203)
+    assert handle.done and isinstance(handle.error, CommitFailedError)
+    assert not [r for r in machine.next_requests(204) if isinstance(r, OffsetCommitRequest)]

@@ -1089,9 +1089,9 @@ class MemberMachine:
     def _commit_impossible(self) -> bool:
         if self.state is MemberState.CLOSED:
             return self._f.leave_sent or self._generation_lost()
-        return (
-            self.state is MemberState.UNJOINED and not self._f.joining and self._f.membership_lost
-        )
+        # Between losing the membership and the next successful JoinGroup, whatever the
+        # application wants to commit belongs to partitions it lost (Kafka refuses it too).
+        return self._f.membership_lost
 
     def _requeue(self, entry: _InFlight) -> None:
         if entry.commit is not None:
