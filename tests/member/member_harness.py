@@ -13,7 +13,9 @@ The harness checks, as it goes, the invariants every test wants:
 - a partition reaches a new owner only after its previous owner gave it up: the previous
   owner's machine no longer holds it, and a pending release is a ``lost`` (the member fell
   out of the group) rather than an undelivered ``revoked``;
-- no empty revoked/lost calls; each member's generation never goes down.
+- no empty revoked/lost calls; each member's generation never goes down;
+- the applications commit in ``on_partitions_revoked`` (as real ones do), and such a commit
+  is accepted before the partition's next owner has started on it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from groupcoord.coordinator import GroupCoordinator, MemoryOffsetStore, Sequenti
 from groupcoord.coordinator.messages import AnyRequest, AnyResponse
 from groupcoord.errors import NetworkException
 from groupcoord.member.config import MemberConfig
+from groupcoord.member.handles import CommitHandle
 from groupcoord.member.listener import CallbackKind, ListenerCall
 from groupcoord.member.machine import MemberMachine
 from groupcoord.member.states import MemberState
@@ -119,6 +122,9 @@ class Cluster:
         # member is a new process, so answers meant for the old one never reach it
         self._routes: dict[tuple[int, object], SimMember] = {}
         self.drop_to: set[str] = set()
+        #: commits the applications made in on_partitions_revoked, not yet answered
+        self.revoke_commits: list[tuple[SimMember, CommitHandle]] = []
+        self.commits_accepted = 0
         self.exclusive = exclusive
 
     # ------------------------------------------------------------------ membership
@@ -228,7 +234,28 @@ class Cluster:
             member.machine.receive(unwrapped, self.now)
             self._check(member)
         self._check_exclusive()
+        self._check_commits()
         return bool(responses)
+
+    def _check_commits(self) -> None:
+        """A commit made on revocation must land before the partition's next owner starts on
+        it (or that owner would start from an older offset)."""
+        pending: list[tuple[SimMember, CommitHandle]] = []
+        for member, handle in self.revoke_commits:
+            if not handle.done:
+                pending.append((member, handle))
+                continue
+            if handle.error is not None:
+                continue
+            self.commits_accepted += 1
+            for other in self.live():
+                started = other.view & handle.offsets.keys() if other is not member else set()
+                if started and self.exclusive:
+                    raise InvariantViolation(
+                        f"t={self.now}: {member.name}'s commit of {sorted(started)} landed after "
+                        f"{other.name} had started on them"
+                    )
+        self.revoke_commits = pending
 
     # ------------------------------------------------------------------ invariants
 
@@ -242,6 +269,10 @@ class Cluster:
                 member.view |= call.partitions
             else:
                 member.view -= call.partitions
+            if call.kind is CallbackKind.REVOKED:
+                # what a real application does in on_partitions_revoked: commit its progress
+                offsets = {tp: self.now for tp in call.partitions}
+                self.revoke_commits.append((member, member.machine.commit(offsets, self.now)))
 
     def _check_handover(self, new_owner: SimMember, partitions: frozenset[TopicPartition]) -> None:
         for other in self.live():
