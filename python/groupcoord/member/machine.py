@@ -163,6 +163,7 @@ class _InFlight:
     request: AnyRequest
     commit: CommitHandle | None = None
     fetch: FetchHandle | None = None
+    sent_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -175,6 +176,12 @@ class _Timers:
     join_retry_ms: int = 0
     coordinator_retry_ms: int = 0
     scheduled_rejoin_ms: int | None = None
+    #: when we last knew the group was not rebalancing: the send time of the last heartbeat
+    #: answered without error (or of our last successful JoinGroup)
+    last_clean_ms: int = 0
+    #: a rebalance is pending and we have not rejoined: past this the coordinator may have
+    #: completed it without us, so our partitions count as lost
+    rejoin_deadline_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -467,10 +474,15 @@ class MemberMachine:
         self._advance(now_ms)
         request = entry.request
         if isinstance(response, JoinGroupResponse) and isinstance(request, JoinGroupRequest):
+            if response.error is None:
+                # the join phase ended after we sent this; a new rebalance starts later still
+                self._t.last_clean_ms = max(self._t.last_clean_ms, entry.sent_ms)
             self._on_join(response, now_ms)
         elif isinstance(response, SyncGroupResponse) and isinstance(request, SyncGroupRequest):
             self._on_sync(request, response, now_ms)
         elif isinstance(response, HeartbeatResponse) and isinstance(request, HeartbeatRequest):
+            if response.error is None:
+                self._t.last_clean_ms = max(self._t.last_clean_ms, entry.sent_ms)
             self._on_heartbeat(request, response, now_ms)
         elif isinstance(response, LeaveGroupResponse):
             if response.error is not None:
@@ -501,7 +513,7 @@ class MemberMachine:
         self._emit_heartbeat(now_ms, out)
         for request in out:
             if request.correlation not in self._inflight:
-                self._inflight[request.correlation] = _InFlight(request)
+                self._inflight[request.correlation] = _InFlight(request, sent_ms=now_ms)
         return out
 
     def next_deadline(self) -> int | None:
@@ -529,6 +541,8 @@ class MemberMachine:
             candidates.append(t.last_poll_ms + self.config.max_poll_interval_ms)
         if t.scheduled_rejoin_ms is not None and self.state is MemberState.STABLE:
             candidates.append(t.scheduled_rejoin_ms)
+        if t.rejoin_deadline_ms is not None and self.state is MemberState.STABLE:
+            candidates.append(t.rejoin_deadline_ms)
         return min(candidates) if candidates else None
 
     # ------------------------------------------------------------------ timers
@@ -544,12 +558,32 @@ class MemberMachine:
             ):
                 self._on_session_timeout(now_ms)
         if (
+            t.rejoin_deadline_ms is not None
+            and self.state is MemberState.STABLE
+            and now_ms >= t.rejoin_deadline_ms
+        ):
+            self._on_rejoin_timeout(now_ms)
+        if (
             t.scheduled_rejoin_ms is not None
             and self.state is MemberState.STABLE
             and now_ms >= t.scheduled_rejoin_ms
         ):
             t.scheduled_rejoin_ms = None
             self._request_rejoin("scheduled rebalance after a static member's departure (KIP-415)")
+
+    def _on_rejoin_timeout(self, now_ms: int) -> None:
+        # Kafka's consumer keeps its partitions until its own poll timer runs out, although
+        # the coordinator drops a member that has not rejoined within the rebalance timeout,
+        # which started earlier. Giving them up here keeps ownership exclusive.
+        log.warning(
+            "group %s: did not rejoin the pending rebalance in time; partitions lost",
+            self.config.group_id,
+        )
+        self._reset_generation(lost=True)
+        self._forget_group_requests()
+        self._pending_sync = None
+        self._set_state(MemberState.UNJOINED)
+        self._request_rejoin("did not rejoin within the rebalance timeout")
 
     def _on_session_timeout(self, now_ms: int) -> None:
         # No heartbeat answer for a whole session: the coordinator has expired us by now, so
@@ -671,6 +705,7 @@ class MemberMachine:
         self._set_state(MemberState.PREPARING_REBALANCE)
         self._f.rejoin_needed = False
         self._t.scheduled_rejoin_ms = None
+        self._t.rejoin_deadline_ms = None
         out.append(request)
 
     def _emit_heartbeat(self, now_ms: int, out: list[AnyRequest]) -> None:
@@ -894,6 +929,15 @@ class MemberMachine:
         if error is RebalanceInProgressError:
             if self.state is MemberState.STABLE:
                 self._request_rejoin("group is already rebalancing")
+                if self._t.rejoin_deadline_ms is None:
+                    # The rebalance began after our last clean heartbeat was sent, so the
+                    # coordinator waits for us at least until then + the rebalance timeout.
+                    # One heartbeat interval of margin covers when we learn it.
+                    self._t.rejoin_deadline_ms = (
+                        self._t.last_clean_ms
+                        + self.config.rebalance_timeout_ms
+                        - self.config.heartbeat_interval_ms
+                    )
         elif issubclass(error, _RESET_ERRORS):
             # Stale answers (sent before a rejoin changed our generation) are ignored.
             if current and self.state is MemberState.STABLE:
@@ -1040,6 +1084,7 @@ class MemberMachine:
         self._generation_id = -1
         self.member_id = ""
         self._f.is_leader = False
+        self._t.rejoin_deadline_ms = None
         if lost:
             self._f.membership_lost = True
             # Commits not sent yet would go out with a later generation, for partitions that
