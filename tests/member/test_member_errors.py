@@ -563,3 +563,27 @@ def test_commits_between_losing_the_membership_and_rejoining_fail() -> None:
     handle = machine.commit({TopicPartition("t", 0): 3}, 203)
     assert handle.done and isinstance(handle.error, CommitFailedError)
     assert not [r for r in machine.next_requests(204) if isinstance(r, OffsetCommitRequest)]
+
+
+def test_a_member_too_busy_to_rejoin_a_pending_rebalance_gives_its_partitions_up_in_time() -> None:
+    cluster = Cluster({"t": 4})
+    a = cluster.add("a", member_config(["t"], [COOP], max_poll_interval_ms=3_000))
+    b = cluster.add("b", member_config(["t"], [COOP], max_poll_interval_ms=3_000))
+    cluster.run_for(2_000)
+    a_owned = a.machine.assignment
+    assert a_owned and cluster.is_settled()
+    # between two of a's heartbeats, c joins: a rebalance starts; a polls once before
+    # its next heartbeat could tell it, then stays busy for less than max.poll.interval.ms
+    while not [t for t, n, r in cluster.sent if n == "a" and t == cluster.now - 50]:
+        cluster.run_for(1)  # halfway between two of a's heartbeats
+    cluster.add("c", member_config(["t"], [COOP], max_poll_interval_ms=3_000))
+    a.next_poll_ms = cluster.now + 5
+    cluster.run_for(5)
+    assert not a.machine.rejoin_needed
+    a.slow(cluster.now, 2_997)  # next poll 2 ms before its own max.poll.interval.ms
+    # the rebalance c started ends (rebalance timeout) before a polls again: a must count
+    # its partitions lost before anyone else can get them (the harness checks it)
+    cluster.run_for(8_000)
+    assert "lost" in [d.call.kind.value for d in cluster.delivered if d.member == "a"]
+    assert cluster.is_settled()
+    assert b.machine.assignment and a.machine.assignment
