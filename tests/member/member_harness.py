@@ -237,6 +237,15 @@ class Cluster:
         self._check_commits()
         return bool(responses)
 
+    @staticmethod
+    def _pending_lost(member: SimMember) -> set[TopicPartition]:
+        return {
+            tp
+            for call in member.machine.peek_callbacks()
+            if call.kind is CallbackKind.LOST
+            for tp in call.partitions
+        }
+
     def _check_commits(self) -> None:
         """A commit made on revocation must land before the partition's next owner starts on
         it (or that owner would start from an older offset)."""
@@ -249,7 +258,10 @@ class Cluster:
                 continue
             self.commits_accepted += 1
             for other in self.live():
-                started = other.view & handle.offsets.keys() if other is not member else set()
+                if other is member:
+                    continue
+                # partitions whose loss the other member has not heard of yet are not its own
+                started = (other.view - self._pending_lost(other)) & handle.offsets.keys()
                 if started and self.exclusive:
                     raise InvariantViolation(
                         f"t={self.now}: {member.name}'s commit of {sorted(started)} landed after "
@@ -324,13 +336,7 @@ class Cluster:
                     raise InvariantViolation(f"t={self.now}: {tp} owned by {seen[tp]} and {m.name}")
                 seen[tp] = m.name
         for m in self.live():
-            lost = {
-                tp
-                for call in m.machine.peek_callbacks()
-                if call.kind is CallbackKind.LOST
-                for tp in call.partitions
-            }
-            for tp in m.view - lost:
+            for tp in m.view - self._pending_lost(m):
                 owner = seen.get(tp)
                 if owner is not None and owner != m.name:
                     raise InvariantViolation(
