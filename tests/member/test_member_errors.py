@@ -10,6 +10,7 @@ from __future__ import annotations
 from member_harness import GROUP, Cluster, SimMember, member_config
 
 from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
+from groupcoord.assignors.base import Assignor
 from groupcoord.coordinator.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -485,10 +486,10 @@ def test_static_member_close_sends_no_leave() -> None:
     assert a.machine.done and a.machine.state is MemberState.CLOSED
 
 
-def _joined_by_hand(partitions: list[int]) -> MemberMachine:
+def _joined_by_hand(partitions: list[int], assignor: Assignor = COOP) -> MemberMachine:
     """A follower brought to STABLE by hand-written coordinator answers; its assigned call is
     still undelivered (the application has not polled since)."""
-    machine = MemberMachine(member_config(["t"], [COOP]))
+    machine = MemberMachine(member_config(["t"], [assignor]))
     machine.coordinator_found(0)
     machine.poll(0)
     (join,) = machine.next_requests(0)
@@ -498,7 +499,7 @@ def _joined_by_hand(partitions: list[int]) -> MemberMachine:
             correlation=join.correlation,
             generation_id=1,
             protocol_type="consumer",
-            protocol_name=COOP.name,
+            protocol_name=assignor.name,
             leader="other",
             member_id="me",
         ),
@@ -587,3 +588,17 @@ def test_a_member_too_busy_to_rejoin_a_pending_rebalance_gives_its_partitions_up
     assert "lost" in [d.call.kind.value for d in cluster.delivered if d.member == "a"]
     assert cluster.is_settled()
     assert b.machine.assignment and a.machine.assignment
+
+
+def test_a_revocation_not_yet_delivered_becomes_lost_when_the_membership_goes() -> None:
+    machine = _joined_by_hand([0, 1], RangeAssignor())
+    machine.take_callbacks()
+    (beat,) = machine.next_requests(200)
+    machine.receive(_answer(beat, RebalanceInProgressError), 200)
+    machine.poll(201)  # eager: revoke everything before rejoining...
+    assert [c.kind for c in machine.peek_callbacks()] == [CallbackKind.REVOKED]
+    (beat,) = machine.next_requests(300)  # ...but the application has not heard it yet
+    machine.receive(_answer(beat, IllegalGenerationError), 300)
+    (lost,) = machine.peek_callbacks()
+    assert lost.kind is CallbackKind.LOST
+    assert lost.partitions == {TopicPartition("t", 0), TopicPartition("t", 1)}

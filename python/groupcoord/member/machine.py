@@ -1085,20 +1085,28 @@ class MemberMachine:
         self.member_id = ""
         self._f.is_leader = False
         self._t.rejoin_deadline_ms = None
-        if lost:
-            self._f.membership_lost = True
-            # Commits not sent yet would go out with a later generation, for partitions that
-            # may be someone else's by then: fail them (Kafka's CommitFailedException).
-            for queued in self._commits:
-                queued.handle.fail(
-                    CommitFailedError("the member fell out of the group before the commit was sent")
-                )
-            self._commits.clear()
-        if lost and self.assignment:
-            # Not a gate: lost partitions are gone whatever the application does, and a
-            # LeaveGroup after a poll timeout must not wait for the stalled application.
-            self._queue_callback(CallbackKind.LOST, self.assignment, gate=False)
-            self.assignment = frozenset()
+        if not lost:
+            return
+        self._f.membership_lost = True
+        # Commits not sent yet would go out with a later generation, for partitions that
+        # may be someone else's by then: fail them (Kafka's CommitFailedException).
+        for queued in self._commits:
+            queued.handle.fail(
+                CommitFailedError("the member fell out of the group before the commit was sent")
+            )
+        self._commits.clear()
+        # A revocation the application has not heard of yet comes too late to be orderly
+        # (it could no longer commit): those partitions are lost like the rest.
+        pending_revoked = frozenset(
+            tp for c in self._callbacks if c.kind is CallbackKind.REVOKED for tp in c.partitions
+        )
+        if pending_revoked:
+            self._callbacks = [c for c in self._callbacks if c.kind is not CallbackKind.REVOKED]
+        gone = self.assignment | pending_revoked
+        self.assignment = frozenset()
+        # Not a gate: lost partitions are gone whatever the application does, and a
+        # LeaveGroup after a poll timeout must not wait for the stalled application.
+        self._queue_callback(CallbackKind.LOST, gone, gate=False)
 
     def _forget_group_requests(self) -> None:
         for correlation, entry in list(self._inflight.items()):
