@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import ClassVar
 
-from groupcoord.assignors.base import Assignor, RebalanceProtocol
+from groupcoord.assignors.base import MAX_ASSIGNMENT_VERSION, Assignor, Backend, RebalanceProtocol
+from groupcoord.assignors.delayed_imbalance import DelayedImbalance
+from groupcoord.errors import InvalidAssignorInput, InvalidPayload
+from groupcoord.protocol import decode_subscription, encode_assignment
 from groupcoord.reference.assign import OwnershipSource
+from groupcoord.types import Assignment, Subscription
 
 
 class RangeAssignor(Assignor):
@@ -31,7 +37,13 @@ class StickyAssignor(Assignor):
 
 
 class CooperativeStickyAssignor(Assignor):
-    """KIP-429: the sticky target, minus partitions that must be revoked first."""
+    """KIP-429: the sticky target, minus partitions that must be revoked first.
+
+    ``scheduled_rebalance_max_delay_ms`` > 0 turns on KIP-415 delayed imbalance resolution
+    (:mod:`groupcoord.assignors.delayed_imbalance`): the partitions of a departed static
+    member are held back for up to that long. Then the assignor keeps memory between runs
+    (use one instance per group) and ``assign``/``assign_encoded`` need ``now_ms``.
+    """
 
     name: ClassVar[str] = "cooperative-sticky"
     kind: ClassVar[str] = "cooperative-sticky"
@@ -40,3 +52,81 @@ class CooperativeStickyAssignor(Assignor):
         RebalanceProtocol.COOPERATIVE,
         RebalanceProtocol.EAGER,
     )
+
+    def __init__(
+        self, *, backend: Backend = "rust", scheduled_rebalance_max_delay_ms: int = 0
+    ) -> None:
+        super().__init__(backend=backend)
+        self._delayed = DelayedImbalance(scheduled_rebalance_max_delay_ms)
+
+    @property
+    def scheduled_rebalance_max_delay_ms(self) -> int:
+        return self._delayed.max_delay_ms
+
+    @property
+    def delayed_imbalance(self) -> DelayedImbalance:
+        """The KIP-415 memory (departed static members still waited for)."""
+        return self._delayed
+
+    def __repr__(self) -> str:
+        delay = self._delayed.max_delay_ms
+        extra = f", scheduled_rebalance_max_delay_ms={delay}" if delay else ""
+        return f"{type(self).__name__}(backend={self.backend!r}{extra})"
+
+    def assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        *,
+        now_ms: int | None = None,
+    ) -> dict[str, Assignment]:
+        if self._delayed.max_delay_ms == 0:
+            return super().assign(partitions_per_topic, subscriptions)
+        now = _require_now(now_ms)
+        adjusted, held = self._delayed.prepare(subscriptions, now)
+        result = super().assign(partitions_per_topic, adjusted)
+        return self._delayed.finish(result, subscriptions, held, now)
+
+    def assign_encoded(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, bytes],
+        group_instance_ids: Mapping[str, str | None] | None = None,
+        *,
+        now_ms: int | None = None,
+    ) -> dict[str, bytes]:
+        if self._delayed.max_delay_ms == 0:
+            return super().assign_encoded(partitions_per_topic, subscriptions, group_instance_ids)
+        now = _require_now(now_ms)
+        # The KIP-415 path needs the group.instance.ids and rewrites owned partitions, so it
+        # goes through decoded subscriptions (the members' count, not the partitions', is small).
+        decoded: dict[str, Subscription] = {}
+        versions: dict[str, int] = {}
+        for member_id, data in subscriptions.items():
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise InvalidAssignorInput(
+                    f"subscription of {member_id!r} must be bytes, got {type(data).__name__}"
+                )
+            raw = bytes(data)
+            try:
+                sub = decode_subscription(raw)
+            except InvalidPayload as exc:
+                raise InvalidPayload(f"subscription of member {member_id!r}: {exc}") from exc
+            instance = (group_instance_ids or {}).get(member_id)
+            decoded[member_id] = replace(sub, group_instance_id=instance) if instance else sub
+            versions[member_id] = int.from_bytes(raw[:2], "big", signed=True)
+        result = self.assign(partitions_per_topic, decoded, now_ms=now)
+        return {
+            member_id: encode_assignment(a, min(MAX_ASSIGNMENT_VERSION, versions[member_id]))
+            for member_id, a in result.items()
+        }
+
+
+def _require_now(now_ms: int | None) -> int:
+    if now_ms is None:
+        raise InvalidAssignorInput(
+            "scheduled_rebalance_max_delay_ms > 0 needs now_ms (the leader's current time)"
+        )
+    if isinstance(now_ms, bool) or not isinstance(now_ms, int):
+        raise InvalidAssignorInput(f"now_ms must be an int, got {type(now_ms).__name__}")
+    return now_ms
