@@ -1,0 +1,1023 @@
+"""The sans-IO group member: the client side of Kafka's classic group protocol.
+
+:class:`MemberMachine` is what Kafka's ``ConsumerCoordinator`` + ``AbstractCoordinator`` +
+``Heartbeat`` do, as a state machine that never reads a clock, sleeps, or touches a socket:
+inputs are method calls carrying ``now_ms``; outputs are requests (our coordinator message
+dataclasses, :mod:`groupcoord.coordinator.messages`), listener calls for the application
+thread, and the next deadline. A runner (threaded client, simulator, tests) sends what
+:meth:`~MemberMachine.next_requests` returns, feeds the answers back through
+:meth:`~MemberMachine.receive` (matched by the request's ``correlation``) and calls
+``next_requests`` again at :meth:`~MemberMachine.next_deadline`.
+
+Behaviour, as the Java consumer's (KIP-62, KIP-345, KIP-394, KIP-429, KIP-800):
+
+- A (re)join starts inside :meth:`poll` (the application's thread), as Kafka joins only from
+  ``poll()``. Heartbeats go out every heartbeat.interval.ms while joined (also while a
+  rebalance is pending: REBALANCE_IN_PROGRESS answers keep the session alive).
+- Eager: everything owned is revoked before JoinGroup. Cooperative: owned partitions are kept
+  and sent as ``owned_partitions`` with the generation; after SyncGroup only what was taken
+  away is revoked, and if anything was, the member rejoins at once.
+- A JoinGroup or LeaveGroup that must follow revocation callbacks is held back until the
+  runner has taken those callbacks (:meth:`take_callbacks`; with ``hold=True`` until
+  :meth:`callbacks_done`), so the application has given the partitions up before the
+  coordinator can hand them to someone else.
+- max.poll.interval.ms passed without :meth:`poll`: dynamic members send LeaveGroup, static
+  members just stop heartbeating; either way the generation is reset and the partitions are
+  lost (never committed); the next :meth:`poll` rejoins.
+- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION: reset generation and member id, partitions lost,
+  rejoin. FENCED_INSTANCE_ID and other non-retriable join errors are fatal
+  (:attr:`~MemberMachine.fatal_error`; the runner raises it from ``poll()``).
+- The coordinator moved or went away: :meth:`coordinator_lost`; in-flight requests are
+  forgotten and re-sent once :meth:`coordinator_found` is called (after
+  :meth:`coordinator_lookup_due` allows a lookup, retry.backoff.ms later).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from groupcoord.assignors.base import Assignor, RebalanceProtocol
+from groupcoord.coordinator.messages import (
+    AnyRequest,
+    AnyResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from groupcoord.errors import (
+    BrokerNotAvailableError,
+    CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    GroupcoordError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
+    InvalidAssignorInput,
+    InvalidPayload,
+    KafkaError,
+    MemberIdRequiredError,
+    NetworkException,
+    NotCoordinatorError,
+    RebalanceInProgressError,
+    RequestTimedOutError,
+    UnknownMemberIdError,
+    UnsupportedVersionError,
+)
+from groupcoord.member import requests as build
+from groupcoord.member.config import MemberConfig
+from groupcoord.member.handles import (
+    CommitFailedError,
+    CommitHandle,
+    FetchHandle,
+    MemberClosedError,
+)
+from groupcoord.member.listener import CallbackKind, ListenerCall
+from groupcoord.member.states import HEARTBEAT_STATES, MemberState, check_transition
+from groupcoord.protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+    encode_subscription,
+)
+from groupcoord.reference.assign import OwnershipSource
+from groupcoord.types import Subscription, TopicPartition
+
+__all__ = ["MemberMachine"]
+
+log = logging.getLogger("groupcoord.member")
+
+#: The coordinator is gone, moved, or the connection to it failed: find it again.
+_COORDINATOR_ERRORS: tuple[type[KafkaError], ...] = (
+    CoordinatorNotAvailableError,
+    NotCoordinatorError,
+    NetworkException,
+    RequestTimedOutError,
+    BrokerNotAvailableError,
+)
+#: Our membership is no longer valid: reset generation and member id, partitions are lost.
+_RESET_ERRORS: tuple[type[KafkaError], ...] = (UnknownMemberIdError, IllegalGenerationError)
+
+_SUBSCRIPTION_VERSION = 3
+
+# KIP-800 reasons (free text that the coordinator logs).
+_REASON_FIRST = "joining the group for the first time"
+_REASON_POLL_TIMEOUT = (
+    "consumer poll timeout has expired: the time between calls to poll() exceeded "
+    "max.poll.interval.ms"
+)
+
+
+@dataclass(slots=True)
+class _PendingLeave:
+    member_id: str
+    reason: str
+
+
+@dataclass(slots=True)
+class _QueuedCommit:
+    handle: CommitHandle
+    not_before_ms: int = 0
+
+
+@dataclass(slots=True)
+class _QueuedFetch:
+    handle: FetchHandle
+    not_before_ms: int = 0
+
+
+@dataclass(slots=True)
+class _InFlight:
+    request: AnyRequest
+    commit: CommitHandle | None = None
+    fetch: FetchHandle | None = None
+
+
+@dataclass(slots=True)
+class _Timers:
+    """Every time the machine reacts to; ``None`` = not armed."""
+
+    last_poll_ms: int = 0
+    heartbeat_due_ms: int = 0
+    last_heartbeat_ack_ms: int = 0
+    join_retry_ms: int = 0
+    coordinator_retry_ms: int = 0
+    scheduled_rejoin_ms: int | None = None
+
+
+@dataclass(slots=True)
+class _Flags:
+    coordinator_known: bool = False
+    #: a (re)join has been asked for (by an error, the coordinator, a revocation, metadata)
+    rejoin_needed: bool = True
+    rejoin_reason: str = _REASON_FIRST
+    #: a join sequence is running: JoinGroup goes out as soon as the gates allow
+    joining: bool = False
+    #: listener calls that must reach the application before the next JoinGroup/LeaveGroup
+    awaiting_delivery: bool = False
+    #: the runner took callbacks with ``hold=True`` and has not called callbacks_done yet
+    holding: bool = False
+    poll_expired: bool = False
+    is_leader: bool = False
+    leave_sent: bool = False
+    group_topics: frozenset[str] = field(default_factory=frozenset)
+
+
+class MemberMachine:
+    """One group member; see the module documentation for the behaviour.
+
+    State, read by runners and tests: :attr:`state`, :attr:`member_id`, :attr:`generation`
+    (``-1`` unless STABLE), :attr:`assignment`, :attr:`fatal_error`.
+    """
+
+    def __init__(self, config: MemberConfig) -> None:
+        if not isinstance(config, MemberConfig):
+            raise TypeError(f"config must be a MemberConfig, not {type(config).__name__}")
+        self.config = config
+        self.protocol: RebalanceProtocol = config.rebalance_protocol
+        self.state = MemberState.UNJOINED
+        self.member_id = ""
+        #: the generation we last joined; kept while rebalancing (it goes into owned_partitions)
+        self._generation_id = -1
+        self.protocol_name: str | None = None
+        self.assignment: frozenset[TopicPartition] = frozenset()
+        self.fatal_error: GroupcoordError | None = None
+        self._assignors: dict[str, Assignor] = {a.name: a for a in config.assignors}
+        self._caps: dict[int, int] = dict(config.max_versions)
+        self._metadata: dict[str, int] = {}
+        self._assignment_snapshot: dict[str, int | None] = {}
+        self._last_assigned: tuple[TopicPartition, ...] | None = None
+        self._callbacks: list[ListenerCall] = []
+        self._commits: list[_QueuedCommit] = []
+        self._fetches: list[_QueuedFetch] = []
+        self._leave: _PendingLeave | None = None
+        self._pending_sync: SyncGroupRequest | None = None
+        self._inflight: dict[object, _InFlight] = {}
+        self._correlations = itertools.count(1)
+        self._t = _Timers()
+        self._f = _Flags()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def generation(self) -> int:
+        """The current generation, or -1 when not in a stable group."""
+        return self._generation_id if self.state is MemberState.STABLE else -1
+
+    @property
+    def coordinator_known(self) -> bool:
+        return self._f.coordinator_known
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether the last JoinGroup made this member the leader."""
+        return self._f.is_leader
+
+    @property
+    def rejoin_needed(self) -> bool:
+        return self._f.rejoin_needed or self._f.joining
+
+    @property
+    def poll_expired(self) -> bool:
+        """max.poll.interval.ms passed without a poll; cleared by the next :meth:`poll`."""
+        return self._f.poll_expired
+
+    @property
+    def done(self) -> bool:
+        """After :meth:`close`: nothing is left to send or to wait for."""
+        if self.state is not MemberState.CLOSED:
+            return False
+        return not (self._inflight or self._commits or self._fetches or self._leave)
+
+    def metadata_topics(self) -> frozenset[str]:
+        """Topics whose partition counts the member needs (the leader: the whole group's)."""
+        return frozenset(self.config.topics) | self._f.group_topics
+
+    def set_max_versions(self, caps: Mapping[int, int]) -> None:
+        """Cap request versions (API key -> highest version), e.g. from ApiVersions."""
+        self._caps.update(caps)
+
+    # ------------------------------------------------------------------ inputs
+
+    def poll(self, now_ms: int) -> None:
+        """The application called ``poll()``: reset the poll timer; start a (re)join if due."""
+        self._t.last_poll_ms = now_ms
+        self._f.poll_expired = False
+        self._advance(now_ms)
+        if self.state in (MemberState.FATAL, MemberState.CLOSED):
+            return
+        if self._f.joining or not (self._f.rejoin_needed or self.state is MemberState.UNJOINED):
+            return
+        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+            return
+        self._f.joining = True
+        if self.protocol is RebalanceProtocol.EAGER and self.assignment:
+            # Eager: give everything up before JoinGroup (Kafka's onJoinPrepare).
+            self._queue_callback(CallbackKind.REVOKED, self.assignment, gate=True)
+            self.assignment = frozenset()
+
+    def coordinator_found(self, now_ms: int) -> None:
+        """The runner (re)discovered the group coordinator and can reach it."""
+        if not self._f.coordinator_known:
+            self._f.coordinator_known = True
+            # A session clock starts afresh with a new coordinator connection.
+            self._t.last_heartbeat_ack_ms = now_ms
+            self._t.heartbeat_due_ms = now_ms
+
+    def coordinator_lost(self, now_ms: int) -> None:
+        """The coordinator moved or cannot be reached: forget in-flight requests and re-send
+        what still matters once it is found again (lookups no sooner than retry.backoff.ms)."""
+        if not self._f.coordinator_known:
+            return
+        log.info("group %s: coordinator lost", self.config.group_id)
+        self._f.coordinator_known = False
+        self._t.coordinator_retry_ms = now_ms + self.config.retry_backoff_ms
+        inflight, self._inflight = self._inflight, {}
+        for entry in inflight.values():
+            self._requeue(entry)
+        self._pending_sync = None
+        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+            # The join phase is lost with the connection; our generation may still be valid.
+            self._set_state(MemberState.UNJOINED)
+            self._f.joining = True
+            self._f.rejoin_reason = "coordinator changed during the rebalance"
+
+    def coordinator_lookup_due(self, now_ms: int) -> bool:
+        """Whether the runner should look the coordinator up now."""
+        return (
+            not self._f.coordinator_known
+            and self.state is not MemberState.FATAL
+            and not self.done
+            and now_ms >= self._t.coordinator_retry_ms
+        )
+
+    def set_metadata(self, partitions_per_topic: Mapping[str, int], now_ms: int) -> None:
+        """Partition counts of topics (at least :meth:`metadata_topics`).
+
+        As in Kafka, the leader rejoins when the counts of the group's topics differ from
+        what its last assignment was computed with.
+        """
+        for topic, count in partitions_per_topic.items():
+            if not isinstance(topic, str) or isinstance(count, bool) or not isinstance(count, int):
+                raise TypeError("partitions_per_topic must map str to int")
+            if count < 0:
+                raise ValueError(f"topic {topic!r} has a negative partition count {count}")
+        self._metadata.update(partitions_per_topic)
+        if (
+            self._f.is_leader
+            and self.state is MemberState.STABLE
+            and self._snapshot(self._assignment_snapshot) != self._assignment_snapshot
+        ):
+            self._request_rejoin("cached metadata of the group's topics has changed")
+
+    def commit(self, offsets: Mapping[TopicPartition, int], now_ms: int) -> CommitHandle:
+        """Commit ``offsets`` (the next offset to read, per partition) for the group.
+
+        Sent with the current generation. During a rebalance the commit waits and goes out
+        once the group is stable again (so does one answered REBALANCE_IN_PROGRESS). Raises
+        ``TypeError``/``ValueError`` for malformed offsets.
+        """
+        clean: dict[TopicPartition, int] = {}
+        for tp, offset in offsets.items():
+            if not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str):
+                raise TypeError(f"commit keys must be TopicPartition, got {tp!r}")
+            if isinstance(offset, bool) or not isinstance(offset, int):
+                raise TypeError(f"offset of {tp} must be an int, got {type(offset).__name__}")
+            if not 0 <= offset < 2**63:
+                raise ValueError(f"invalid offset {offset} for {tp}: must be >= 0")
+            clean[TopicPartition(tp[0], tp[1])] = offset
+        handle = CommitHandle(clean)
+        if not clean:
+            handle.succeed()
+        elif self.fatal_error is not None:
+            handle.fail(self.fatal_error)
+        elif self._commit_impossible():
+            handle.fail(
+                CommitFailedError(
+                    "the member is not part of an active group (its partitions were lost); "
+                    "poll() to rejoin"
+                )
+            )
+        else:
+            self._commits.append(_QueuedCommit(handle))
+        return handle
+
+    def fetch_committed(self, partitions: Iterable[TopicPartition], now_ms: int) -> FetchHandle:
+        """Ask the coordinator for the committed offsets of ``partitions``."""
+        wanted = frozenset(TopicPartition(tp[0], tp[1]) for tp in partitions)
+        handle = FetchHandle(wanted)
+        if not wanted:
+            handle.succeed({})
+        elif self.fatal_error is not None:
+            handle.fail(self.fatal_error)
+        elif self.state is MemberState.CLOSED:
+            handle.fail(MemberClosedError("member is closed"))
+        else:
+            self._fetches.append(_QueuedFetch(handle))
+        return handle
+
+    def close(self, now_ms: int) -> None:
+        """Leave: revoke (or report lost) what we own, then LeaveGroup unless static."""
+        if self.state is MemberState.CLOSED:
+            return
+        was = self.state
+        if was is not MemberState.FATAL and self.assignment:
+            kind = CallbackKind.LOST if self._generation_lost() else CallbackKind.REVOKED
+            self._queue_callback(kind, self.assignment, gate=True)
+            self.assignment = frozenset()
+        if (
+            was not in (MemberState.FATAL, MemberState.UNJOINED)
+            and not self.config.is_static
+            and self.member_id
+            and self._f.coordinator_known
+        ):
+            self._leave = _PendingLeave(self.member_id, "the consumer is being closed")
+        self._set_state(MemberState.CLOSED)
+        self._f.joining = False
+        for queued in self._fetches:
+            queued.handle.fail(MemberClosedError("member closed before the fetch was sent"))
+        self._fetches.clear()
+
+    def take_callbacks(self, *, hold: bool = False) -> list[ListenerCall]:
+        """The listener calls queued for the application thread, oldest first.
+
+        Taking them lets a held-back JoinGroup/LeaveGroup go out. With ``hold=True`` it
+        stays held until :meth:`callbacks_done`, for runners that deliver callbacks while
+        another thread may call :meth:`next_requests`.
+        """
+        calls, self._callbacks = self._callbacks, []
+        if hold and calls:
+            self._f.holding = True
+        elif not self._f.holding:
+            self._f.awaiting_delivery = False
+        return calls
+
+    def peek_callbacks(self) -> tuple[ListenerCall, ...]:
+        """The queued listener calls, without taking them (for observers and tests)."""
+        return tuple(self._callbacks)
+
+    def callbacks_done(self) -> None:
+        """The callbacks taken with ``hold=True`` have run."""
+        self._f.holding = False
+        if not self._callbacks:
+            self._f.awaiting_delivery = False
+
+    def request_failed(self, request: AnyRequest, error: type[KafkaError], now_ms: int) -> None:
+        """``request`` got no answer (transport failure, timeout): ``error`` says why."""
+        entry = self._inflight.get(request.correlation)
+        if entry is None or entry.request is not request:
+            return
+        if issubclass(error, _COORDINATOR_ERRORS):
+            del self._inflight[request.correlation]
+            self._requeue(entry)
+            self.coordinator_lost(now_ms)
+            return
+        self.receive(_error_response(request, error), now_ms)
+
+    def receive(self, response: AnyResponse, now_ms: int) -> None:
+        """A response to a request this machine emitted (others are ignored: stale)."""
+        entry = self._inflight.pop(response.correlation, None)
+        if entry is None:
+            log.debug("ignoring a response to no request in flight: %r", response)
+            return
+        self._advance(now_ms)
+        request = entry.request
+        if isinstance(response, JoinGroupResponse) and isinstance(request, JoinGroupRequest):
+            self._on_join(response, now_ms)
+        elif isinstance(response, SyncGroupResponse) and isinstance(request, SyncGroupRequest):
+            self._on_sync(request, response, now_ms)
+        elif isinstance(response, HeartbeatResponse) and isinstance(request, HeartbeatRequest):
+            self._on_heartbeat(request, response, now_ms)
+        elif isinstance(response, LeaveGroupResponse):
+            if response.error is not None:
+                log.info("LeaveGroup answered %s (ignored, as Kafka does)", response.error.name)
+        elif isinstance(response, OffsetCommitResponse) and entry.commit is not None:
+            assert isinstance(request, OffsetCommitRequest)
+            self._on_commit(request, entry.commit, response, now_ms)
+        elif isinstance(response, OffsetFetchResponse) and entry.fetch is not None:
+            self._on_fetch(entry.fetch, response, now_ms)
+        else:
+            raise TypeError(f"{type(response).__name__} does not answer {type(request).__name__}")
+
+    # ------------------------------------------------------------------ outputs
+
+    def next_requests(self, now_ms: int) -> list[AnyRequest]:
+        """The requests to send now, in order (commits before a JoinGroup or LeaveGroup)."""
+        self._advance(now_ms)
+        out: list[AnyRequest] = []
+        if not self._f.coordinator_known:
+            return out
+        self._emit_commits(now_ms, out)
+        self._emit_fetches(now_ms, out)
+        self._emit_leave(out)
+        self._emit_join(now_ms, out)
+        if self._pending_sync is not None:
+            out.append(self._pending_sync)
+            self._pending_sync = None
+        self._emit_heartbeat(now_ms, out)
+        for request in out:
+            if request.correlation not in self._inflight:
+                self._inflight[request.correlation] = _InFlight(request)
+        return out
+
+    def next_deadline(self) -> int | None:
+        """When to call :meth:`next_requests` again (``None``: only on new input)."""
+        t, f = self._t, self._f
+        candidates: list[int] = []
+        if self.state in (MemberState.FATAL,) or self.done:
+            return None
+        if not f.coordinator_known:
+            candidates.append(t.coordinator_retry_ms)
+        else:
+            if self.state in HEARTBEAT_STATES and not f.poll_expired:
+                if not self._heartbeat_in_flight():
+                    candidates.append(t.heartbeat_due_ms)
+                candidates.append(t.last_heartbeat_ack_ms + self.config.session_timeout_ms)
+            if f.joining and self._join_sendable_except_time():
+                candidates.append(t.join_retry_ms)
+            candidates.extend(q.not_before_ms for q in self._commits if self._commit_sendable())
+            candidates.extend(q.not_before_ms for q in self._fetches)
+        if self.state in HEARTBEAT_STATES and not f.poll_expired:
+            candidates.append(t.last_poll_ms + self.config.max_poll_interval_ms)
+        if t.scheduled_rejoin_ms is not None and self.state is MemberState.STABLE:
+            candidates.append(t.scheduled_rejoin_ms)
+        return min(candidates) if candidates else None
+
+    # ------------------------------------------------------------------ timers
+
+    def _advance(self, now_ms: int) -> None:
+        t, f = self._t, self._f
+        if self.state in HEARTBEAT_STATES and not f.poll_expired:
+            if now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
+                self._on_poll_timeout(now_ms)
+            elif (
+                f.coordinator_known
+                and now_ms >= t.last_heartbeat_ack_ms + self.config.session_timeout_ms
+            ):
+                log.info(
+                    "group %s: no heartbeat answer within the session timeout", self.config.group_id
+                )
+                self.coordinator_lost(now_ms)
+        if (
+            t.scheduled_rejoin_ms is not None
+            and self.state is MemberState.STABLE
+            and now_ms >= t.scheduled_rejoin_ms
+        ):
+            t.scheduled_rejoin_ms = None
+            self._request_rejoin("scheduled rebalance after a static member's departure (KIP-415)")
+
+    def _on_poll_timeout(self, now_ms: int) -> None:
+        log.warning("group %s: %s", self.config.group_id, _REASON_POLL_TIMEOUT)
+        self._f.poll_expired = True
+        if not self.config.is_static and self.member_id and self._f.coordinator_known:
+            self._leave = _PendingLeave(self.member_id, _REASON_POLL_TIMEOUT)
+        self._reset_generation(lost=True)
+        self._forget_group_requests()
+        self._pending_sync = None
+        self._set_state(MemberState.UNJOINED)
+        self._f.joining = False
+        self._request_rejoin(_REASON_POLL_TIMEOUT)
+
+    # ------------------------------------------------------------------ emitters
+
+    def _emit_commits(self, now_ms: int, out: list[AnyRequest]) -> None:
+        if not self._commits or not self._commit_sendable():
+            return
+        keep: list[_QueuedCommit] = []
+        for queued in self._commits:
+            if queued.not_before_ms > now_ms:
+                keep.append(queued)
+                continue
+            correlation = next(self._correlations)
+            request = build.commit_request(
+                version=self._version(OffsetCommitRequest),
+                correlation=correlation,
+                group_id=self.config.group_id,
+                generation_id=self._generation_id,
+                member_id=self.member_id,
+                group_instance_id=self.config.group_instance_id,
+                offsets=queued.handle.offsets,
+            )
+            self._inflight[correlation] = _InFlight(request, commit=queued.handle)
+            out.append(request)
+        self._commits = keep
+
+    def _emit_fetches(self, now_ms: int, out: list[AnyRequest]) -> None:
+        keep: list[_QueuedFetch] = []
+        for queued in self._fetches:
+            if queued.not_before_ms > now_ms:
+                keep.append(queued)
+                continue
+            correlation = next(self._correlations)
+            request = build.fetch_request(
+                version=self._version(OffsetFetchRequest),
+                correlation=correlation,
+                group_id=self.config.group_id,
+                partitions=queued.handle.partitions,
+            )
+            self._inflight[correlation] = _InFlight(request, fetch=queued.handle)
+            out.append(request)
+        self._fetches = keep
+
+    def _emit_leave(self, out: list[AnyRequest]) -> None:
+        if self._leave is None or self._f.awaiting_delivery or self._commits:
+            return
+        if any(e.commit is not None for e in self._inflight.values()):
+            return  # let the last commits land before the member id goes away
+        leave, self._leave = self._leave, None
+        self._f.leave_sent = True
+        out.append(
+            build.leave_request(
+                version=self._version(LeaveGroupRequest),
+                correlation=next(self._correlations),
+                group_id=self.config.group_id,
+                member_id=leave.member_id,
+                reason=leave.reason,
+            )
+        )
+
+    def _join_sendable_except_time(self) -> bool:
+        return (
+            self._f.joining
+            and self.state in (MemberState.UNJOINED, MemberState.STABLE)
+            and not self._f.awaiting_delivery
+            and self._leave is None
+        )
+
+    def _emit_join(self, now_ms: int, out: list[AnyRequest]) -> None:
+        if not self._join_sendable_except_time() or now_ms < self._t.join_retry_ms:
+            return
+        version = self._version(JoinGroupRequest)
+        if self.config.is_static and version < 5:
+            self._fail(UnsupportedVersionError("static membership needs JoinGroup v5 or later"))
+            return
+        request = build.join_request(
+            version=version,
+            correlation=next(self._correlations),
+            group_id=self.config.group_id,
+            member_id=self.member_id,
+            group_instance_id=self.config.group_instance_id,
+            session_timeout_ms=self.config.session_timeout_ms,
+            rebalance_timeout_ms=self.config.rebalance_timeout_ms,
+            protocols=self._join_protocols(),
+            reason=self._f.rejoin_reason,
+            client_id=self.config.client_id,
+        )
+        self._set_state(MemberState.PREPARING_REBALANCE)
+        self._f.rejoin_needed = False
+        self._t.scheduled_rejoin_ms = None
+        out.append(request)
+
+    def _emit_heartbeat(self, now_ms: int, out: list[AnyRequest]) -> None:
+        if (
+            self.state not in HEARTBEAT_STATES
+            or self._f.poll_expired
+            or now_ms < self._t.heartbeat_due_ms
+            or self._heartbeat_in_flight()
+        ):
+            return
+        self._t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
+        out.append(
+            build.heartbeat_request(
+                version=self._version(HeartbeatRequest),
+                correlation=next(self._correlations),
+                group_id=self.config.group_id,
+                generation_id=self._generation_id,
+                member_id=self.member_id,
+                group_instance_id=self.config.group_instance_id,
+            )
+        )
+
+    def _join_protocols(self) -> tuple[tuple[str, bytes], ...]:
+        owned = tuple(sorted(self.assignment))
+        generation = self._generation_id
+        protocols: list[tuple[str, bytes]] = []
+        for assignor in self.config.assignors:
+            user_data: bytes | None = None
+            if assignor.ownership is OwnershipSource.COOPERATIVE:
+                user_data = encode_cooperative_user_data(generation)
+            elif assignor.ownership is OwnershipSource.STICKY and self._last_assigned is not None:
+                user_data = encode_sticky_user_data(
+                    self._last_assigned, generation if generation >= 0 else None
+                )
+            subscription = Subscription(
+                self.config.topics,
+                owned_partitions=owned,
+                generation_id=generation,
+                user_data=user_data,
+            )
+            protocols.append(
+                (assignor.name, encode_subscription(subscription, _SUBSCRIPTION_VERSION))
+            )
+        return tuple(protocols)
+
+    # ------------------------------------------------------------------ responses
+
+    def _on_join(self, response: JoinGroupResponse, now_ms: int) -> None:
+        if self.state is not MemberState.PREPARING_REBALANCE:
+            return
+        error = response.error
+        if error is None:
+            self.member_id = response.member_id
+            self._generation_id = response.generation_id
+            self.protocol_name = response.protocol_name
+            self._f.is_leader = response.leader == response.member_id
+            self._set_state(MemberState.COMPLETING_REBALANCE)
+            self._t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
+            self._t.last_heartbeat_ack_ms = now_ms
+            assignments: tuple[tuple[str, bytes], ...] = ()
+            if self._f.is_leader and not response.skip_assignment:
+                try:
+                    assignments = self._assign_as_leader(response, now_ms)
+                except (
+                    InvalidPayload,
+                    InvalidAssignorInput,
+                    InconsistentGroupProtocolError,
+                ) as exc:
+                    self._fail(exc)
+                    return
+            correlation = next(self._correlations)
+            request = build.sync_request(
+                version=self._version(SyncGroupRequest),
+                correlation=correlation,
+                group_id=self.config.group_id,
+                generation_id=self._generation_id,
+                member_id=self.member_id,
+                group_instance_id=self.config.group_instance_id,
+                protocol_name=self.protocol_name,
+                assignments=assignments,
+            )
+            # Sent by the next next_requests() call, whichever thread makes it.
+            self._pending_sync = request
+            return
+        self._set_state(MemberState.UNJOINED)
+        if error is MemberIdRequiredError:
+            # KIP-394: the coordinator gave us an id; join again with it, at once.
+            self.member_id = response.member_id
+            self._f.rejoin_reason = f"need to re-join with the given member id {self.member_id}"
+        elif issubclass(error, _RESET_ERRORS):
+            self._reset_generation(lost=True)
+            self._f.rejoin_reason = f"rebalance failed: {error.name}"
+        elif issubclass(error, _COORDINATOR_ERRORS):
+            self.coordinator_lost(now_ms)
+            self._f.joining = True
+        elif error is RebalanceInProgressError or error.retriable:
+            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
+        else:
+            self._fail(error(f"JoinGroup failed for group {self.config.group_id!r}"))
+
+    def _assign_as_leader(
+        self, response: JoinGroupResponse, now_ms: int
+    ) -> tuple[tuple[str, bytes], ...]:
+        assignor = self._assignors.get(response.protocol_name or "")
+        if assignor is None:
+            raise InconsistentGroupProtocolError(
+                f"the coordinator chose protocol {response.protocol_name!r}, which this "
+                "member does not have"
+            )
+        subscriptions: dict[str, bytes] = {}
+        instance_ids: dict[str, str | None] = {}
+        topics: set[str] = set()
+        for member in response.members:
+            subscriptions[member.member_id] = member.metadata
+            instance_ids[member.member_id] = member.group_instance_id
+            try:
+                topics.update(decode_subscription(member.metadata).topics)
+            except InvalidPayload as exc:
+                raise InvalidPayload(f"subscription of member {member.member_id!r}: {exc}") from exc
+        self._f.group_topics = frozenset(topics)
+        snapshot = self._snapshot({t: None for t in topics})
+        self._assignment_snapshot = snapshot
+        partitions_per_topic = {t: n for t, n in snapshot.items() if n is not None}
+        encoded = assignor.assign_encoded(partitions_per_topic, subscriptions, instance_ids)
+        return tuple(sorted(encoded.items()))
+
+    def _snapshot(self, topics: Mapping[str, int | None]) -> dict[str, int | None]:
+        return {t: self._metadata.get(t) for t in topics}
+
+    def _on_sync(self, request: SyncGroupRequest, response: SyncGroupResponse, now_ms: int) -> None:
+        if self.state is not MemberState.COMPLETING_REBALANCE:
+            return
+        error = response.error
+        if error is None and response.protocol_name not in (None, self.protocol_name):
+            error = InconsistentGroupProtocolError
+        if error is None:
+            try:
+                assignment = decode_assignment(response.assignment) if response.assignment else None
+            except InvalidPayload as exc:
+                self._fail(InvalidPayload(f"assignment from the leader: {exc}"))
+                return
+            self._complete_rebalance(
+                frozenset(assignment.partitions) if assignment else frozenset(),
+                assignment.user_data if assignment else None,
+                now_ms,
+            )
+            return
+        self._set_state(MemberState.UNJOINED)
+        self._f.joining = True
+        if error is RebalanceInProgressError:
+            self._f.rejoin_reason = "the group rebalanced again during SyncGroup"
+        elif issubclass(error, _RESET_ERRORS):
+            self._reset_generation(lost=True)
+            self._f.rejoin_reason = f"rebalance failed: {error.name}"
+        elif issubclass(error, _COORDINATOR_ERRORS):
+            self.coordinator_lost(now_ms)
+            self._f.joining = True
+        elif error.retriable:
+            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
+        else:
+            self._fail(error(f"SyncGroup failed for group {self.config.group_id!r}"))
+
+    def _complete_rebalance(
+        self,
+        assigned: frozenset[TopicPartition],
+        user_data: bytes | None,
+        now_ms: int,
+    ) -> None:
+        self._set_state(MemberState.STABLE)
+        self._f.joining = False
+        owned = self.assignment
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            revoked = owned - assigned
+            added = assigned - owned
+            if revoked:
+                self._queue_callback(CallbackKind.REVOKED, revoked, gate=True)
+                # KIP-429: what we gave up can go to its new owner only in a next round.
+                self._request_rejoin("need to revoke partitions and re-join")
+                self._f.joining = True
+        else:
+            added = assigned
+        self.assignment = assigned
+        self._last_assigned = tuple(sorted(assigned))
+        self._queue_callback(CallbackKind.ASSIGNED, added, gate=False)
+        unsubscribed = {tp.topic for tp in assigned} - set(self.config.topics)
+        if unsubscribed:
+            self._request_rejoin(
+                f"assigned partitions of unsubscribed topics {sorted(unsubscribed)}"
+            )
+
+    def _on_heartbeat(
+        self, request: HeartbeatRequest, response: HeartbeatResponse, now_ms: int
+    ) -> None:
+        error = response.error
+        if error is None or error is RebalanceInProgressError:
+            self._t.last_heartbeat_ack_ms = now_ms
+        if error is None:
+            return
+        current = (
+            request.generation_id == self._generation_id and request.member_id == self.member_id
+        )
+        if error is RebalanceInProgressError:
+            if self.state is MemberState.STABLE:
+                self._request_rejoin("group is already rebalancing")
+        elif issubclass(error, _RESET_ERRORS):
+            # Stale answers (sent before a rejoin changed our generation) are ignored.
+            if current and self.state is MemberState.STABLE:
+                self._reset_generation(lost=True)
+                self._set_state(MemberState.UNJOINED)
+                self._request_rejoin(f"heartbeat failed: {error.name}")
+        elif error is FencedInstanceIdError:
+            if current:
+                self._fail(error(f"group.instance.id {self.config.group_instance_id!r} fenced"))
+        elif issubclass(error, _COORDINATOR_ERRORS):
+            self.coordinator_lost(now_ms)
+        else:
+            log.warning("heartbeat failed with %s; retrying", error.name)
+            self._t.heartbeat_due_ms = now_ms + self.config.retry_backoff_ms
+
+    def _on_commit(
+        self,
+        request: OffsetCommitRequest,
+        handle: CommitHandle,
+        response: OffsetCommitResponse,
+        now_ms: int,
+    ) -> None:
+        errors: dict[TopicPartition, type[KafkaError]] = {}
+        for topic in response.topics:
+            for p in topic.partitions:
+                if p.error is not None:
+                    errors[TopicPartition(topic.name, p.partition_index)] = p.error
+        if not errors:
+            handle.succeed()
+            return
+        kinds = set(errors.values())
+        if RebalanceInProgressError in kinds:
+            self._commits.append(_QueuedCommit(handle))  # goes out once stable again
+            if self.state is MemberState.STABLE:
+                self._request_rejoin("offset commit found the group rebalancing")
+        elif any(issubclass(k, _COORDINATOR_ERRORS) for k in kinds):
+            self._commits.append(_QueuedCommit(handle))
+            self.coordinator_lost(now_ms)
+        elif any(issubclass(k, _RESET_ERRORS) for k in kinds):
+            if (
+                request.generation_id == self._generation_id
+                and request.member_id == self.member_id
+                and self.state is MemberState.STABLE
+            ):
+                self._reset_generation(lost=True)
+                self._set_state(MemberState.UNJOINED)
+                self._request_rejoin("offset commit found our membership gone")
+            first = next(k for k in kinds if issubclass(k, _RESET_ERRORS))
+            handle.fail(
+                CommitFailedError(
+                    f"the group rebalanced and gave the partitions away ({first.name})"
+                ),
+                errors,
+            )
+        elif all(k.retriable for k in kinds):
+            self._commits.append(_QueuedCommit(handle, now_ms + self.config.retry_backoff_ms))
+        else:
+            first_error = min(kinds, key=lambda k: k.code)
+            handle.fail(first_error(f"offset commit refused for {len(errors)} partitions"), errors)
+
+    def _on_fetch(self, handle: FetchHandle, response: OffsetFetchResponse, now_ms: int) -> None:
+        error = response.error
+        topics = response.topics
+        if response.groups:
+            group = response.groups[0]
+            error = error or group.error
+            topics = group.topics
+        if error is None:
+            offsets: dict[TopicPartition, int] = {}
+            for topic in topics:
+                for p in topic.partitions:
+                    if p.error is not None:
+                        error = p.error
+                    elif p.committed_offset >= 0:
+                        offsets[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
+            if error is None:
+                handle.succeed(offsets)
+                return
+        if issubclass(error, _COORDINATOR_ERRORS):
+            self._fetches.append(_QueuedFetch(handle))
+            self.coordinator_lost(now_ms)
+        elif error.retriable:
+            self._fetches.append(_QueuedFetch(handle, now_ms + self.config.retry_backoff_ms))
+        else:
+            handle.fail(error("OffsetFetch failed"))
+
+    # ------------------------------------------------------------------ helpers
+
+    def _version(self, request_type: type[AnyRequest]) -> int:
+        return build.version_for(request_type, self._caps)
+
+    def _set_state(self, target: MemberState) -> None:
+        check_transition(self.state, target)
+        self.state = target
+
+    def _queue_callback(
+        self, kind: CallbackKind, partitions: frozenset[TopicPartition], *, gate: bool
+    ) -> None:
+        if not partitions and kind is not CallbackKind.ASSIGNED:
+            return
+        self._callbacks.append(
+            ListenerCall(kind=kind, partitions=partitions, generation=self._generation_id)
+        )
+        if gate:
+            self._f.awaiting_delivery = True
+
+    def _request_rejoin(self, reason: str) -> None:
+        self._f.rejoin_needed = True
+        self._f.rejoin_reason = reason
+
+    def _generation_lost(self) -> bool:
+        return self._generation_id == -1 or not self.member_id
+
+    def _reset_generation(self, *, lost: bool) -> None:
+        """Kafka's resetStateAndGeneration: forget generation and member id; what we owned
+        may already be someone else's, so it is reported lost (never revoked)."""
+        self._generation_id = -1
+        self.member_id = ""
+        self._f.is_leader = False
+        if lost and self.assignment:
+            self._queue_callback(CallbackKind.LOST, self.assignment, gate=True)
+            self.assignment = frozenset()
+
+    def _forget_group_requests(self) -> None:
+        for correlation, entry in list(self._inflight.items()):
+            if isinstance(entry.request, (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest)):
+                del self._inflight[correlation]
+
+    def _fail(self, error: GroupcoordError) -> None:
+        log.error("group %s: fatal: %s", self.config.group_id, error)
+        self.fatal_error = error
+        if self.state is not MemberState.CLOSED:
+            self._set_state(MemberState.FATAL)
+        self._f.joining = False
+        for queued in self._commits:
+            queued.handle.fail(error)
+        self._commits.clear()
+
+    def _heartbeat_in_flight(self) -> bool:
+        return any(isinstance(e.request, HeartbeatRequest) for e in self._inflight.values())
+
+    def _commit_sendable(self) -> bool:
+        if self.state is MemberState.STABLE:
+            return True
+        return (
+            self.state is MemberState.CLOSED
+            and not self._f.leave_sent
+            and not self._generation_lost()
+        )
+
+    def _commit_impossible(self) -> bool:
+        if self.state is MemberState.CLOSED:
+            return self._f.leave_sent or self._generation_lost()
+        return (
+            self.state is MemberState.UNJOINED
+            and not self._f.joining
+            and self._generation_lost()
+            and self._t.last_poll_ms > 0
+        )
+
+    def _requeue(self, entry: _InFlight) -> None:
+        if entry.commit is not None:
+            self._commits.append(_QueuedCommit(entry.commit))
+        elif entry.fetch is not None:
+            self._fetches.append(_QueuedFetch(entry.fetch))
+
+
+def _error_response(request: AnyRequest, error: type[KafkaError]) -> AnyResponse:
+    """The response a failed ``request`` stands for: ``error`` everywhere it can be."""
+    v, c = request.version, request.correlation
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(version=v, correlation=c, error=error)
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(version=v, correlation=c, error=error)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(version=v, correlation=c, error=error)
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(version=v, correlation=c, error=error)
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(
+            version=v,
+            correlation=c,
+            topics=tuple(
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error=error
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in request.topics
+            ),
+        )
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(version=v, correlation=c, error=error)
+    raise TypeError(f"not a member request: {type(request).__name__}")
