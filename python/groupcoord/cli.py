@@ -1,12 +1,15 @@
 """The ``groupcoord`` command line (also ``python -m groupcoord``).
 
-``groupcoord assign FILE`` plans an assignment from a JSON description of a group;
-``groupcoord bench`` prints the assignor comparison table.
+``groupcoord serve`` runs the Kafka-protocol coordinator server; ``groupcoord assign FILE``
+plans an assignment from a JSON description of a group; ``groupcoord bench`` prints the
+assignor comparison table.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 import sys
 import time
 from collections.abc import Mapping
@@ -23,7 +26,9 @@ from groupcoord.assignors import (
     RoundRobinAssignor,
     StickyAssignor,
 )
+from groupcoord.config import CoordinatorConfig
 from groupcoord.errors import GroupcoordError
+from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from groupcoord.types import Subscription, TopicPartition
 
 app = typer.Typer(
@@ -260,6 +265,120 @@ def bench(
     )
     typer.echo(render_markdown(rows, peers=peers), nl=False)
     typer.echo(f"bench took {time.perf_counter() - started:.0f} s", err=True)
+
+
+DEFAULT_DATA_DIR = "./groupcoord-data"
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def parse_topic(spec: str) -> tuple[str, int]:
+    """``NAME:PARTITIONS`` as given to ``--topic``."""
+    name, sep, count = spec.rpartition(":")
+    if not sep or not name:
+        raise typer.BadParameter(f"expected NAME:PARTITIONS, got {spec!r}", param_hint="--topic")
+    try:
+        partitions = int(count, 10)
+    except ValueError:
+        raise typer.BadParameter(
+            f"partition count of {spec!r} is not an integer", param_hint="--topic"
+        ) from None
+    if not 1 <= partitions <= _INT32_MAX:
+        raise typer.BadParameter(
+            f"{name}: partitions must be in [1, {_INT32_MAX}], got {partitions}",
+            param_hint="--topic",
+        )
+    return name, partitions
+
+
+@app.command(
+    help="Serve the Kafka protocol: consumer groups, offsets, topics; real clients connect."
+    " Prints 'groupcoord listening on HOST:PORT' when ready; SIGTERM/SIGINT stop it cleanly."
+)
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port (0: any free port, printed).")
+    ] = 9092,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory of the SQLite database (groupcoord.db, WAL)"
+            f" [default: {DEFAULT_DATA_DIR}].",
+            show_default=False,
+        ),
+    ] = None,
+    memory: Annotated[
+        bool, typer.Option("--memory", help="Keep everything in memory (nothing survives).")
+    ] = False,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(help="Create topic NAME with PARTITIONS at start: NAME:PARTITIONS."),
+    ] = None,
+    auto_create_partitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Create unknown topics clients ask for, with N partitions [default: off]."
+        ),
+    ] = None,
+    group_min_session_timeout_ms: Annotated[int, typer.Option(min=0)] = 6_000,
+    group_max_session_timeout_ms: Annotated[int, typer.Option(min=0)] = 1_800_000,
+    group_initial_rebalance_delay_ms: Annotated[int, typer.Option(min=0)] = 3_000,
+    group_max_size: Annotated[
+        int | None, typer.Option(min=1, help="[default: unbounded]", show_default=False)
+    ] = None,
+    max_frame_bytes: Annotated[
+        int, typer.Option(min=1, help="Largest request frame accepted (socket.request.max.bytes).")
+    ] = DEFAULT_MAX_FRAME_BYTES,
+    log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = (
+        LogLevel.info
+    ),
+) -> None:
+    # imported here: assign/bench do not need asyncio or the server
+    from groupcoord.server import ServerConfig, run
+
+    if memory and data_dir is not None:
+        _fail("--data-dir and --memory exclude each other")
+    directory = Path(DEFAULT_DATA_DIR) if data_dir is None else data_dir
+    settings: dict[str, object] = {
+        "group.min.session.timeout.ms": group_min_session_timeout_ms,
+        "group.max.session.timeout.ms": group_max_session_timeout_ms,
+        "group.initial.rebalance.delay.ms": group_initial_rebalance_delay_ms,
+    }
+    if group_max_size is not None:
+        settings["group.max.size"] = group_max_size
+    try:
+        config = ServerConfig(
+            host=host,
+            port=port,
+            data_dir=None if memory else str(directory),
+            topics=tuple(parse_topic(t) for t in topic or ()),
+            auto_create_partitions=auto_create_partitions,
+            coordinator=CoordinatorConfig.from_dict(settings),
+            max_frame_bytes=max_frame_bytes,
+        )
+    except ValueError as exc:
+        _fail(str(exc))
+    logging.basicConfig(
+        level=log_level.value.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+    def ready(bound_host: str, bound_port: int) -> None:
+        print(f"groupcoord listening on {bound_host}:{bound_port}", flush=True)
+
+    try:
+        run(config, on_ready=ready)
+    except OSError as exc:
+        _fail(f"cannot serve on {host}:{port}: {exc}")
+    except (GroupcoordError, sqlite3.Error) as exc:
+        _fail(f"cannot open the data directory {directory}: {exc}")
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from groupcoord.coordinator.coordinator import (
     SequentialMemberIds,
     default_member_id,
 )
+from groupcoord.coordinator.events import RebalanceCompleted, RebalanceListener
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
     AnyRequest,
@@ -113,6 +114,8 @@ __all__ = [
     "OffsetFetchResponsePartition",
     "OffsetFetchResponseTopic",
     "OffsetStore",
+    "RebalanceCompleted",
+    "RebalanceListener",
     "Request",
     "Response",
     "SequentialMemberIds",

@@ -119,6 +119,7 @@ def handle_delete_groups(rb: Rebalancer, req: DeleteGroupsRequest) -> None:
             else:
                 group.transition_to(_DEAD, rb.now)
                 del rb.groups[group_id]
+                rb.rebalances_started.pop(group_id, None)
                 rb.expiry.remove_group(group_id)
                 log.info("group %s deleted (%d offsets)", group_id, len(group.offsets))
                 error = None

@@ -28,6 +28,7 @@ from groupcoord.coordinator.admin import (
     handle_list_groups,
 )
 from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
+from groupcoord.coordinator.events import RebalanceListener
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
@@ -193,6 +194,11 @@ class GroupCoordinator:
     def next_deadline(self) -> int | None:
         """When :meth:`tick` should next be called (``None``: nothing is pending)."""
         return self._rb.expiry.next_deadline()
+
+    def add_rebalance_listener(self, listener: RebalanceListener) -> None:
+        """Call ``listener(RebalanceCompleted)`` whenever a join phase ends with a new
+        generation (from inside :meth:`handle` / :meth:`tick`)."""
+        self._rb.rebalance_listeners.append(listener)
 
     def group_ids(self) -> list[str]:
         return list(self._rb.groups)

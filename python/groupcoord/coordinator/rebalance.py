@@ -32,6 +32,7 @@ from typing import Final
 
 from groupcoord._core import JOIN, SESSION, SYNC, MemberExpiry
 from groupcoord.config import CoordinatorConfig
+from groupcoord.coordinator.events import RebalanceCompleted, RebalanceListener
 from groupcoord.coordinator.group import Group, Member, Waiter
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
@@ -68,7 +69,17 @@ _EMPTY = GroupState.EMPTY
 class Rebalancer:
     """Groups, deadlines and released responses of one coordinator (no I/O, no clock)."""
 
-    __slots__ = ("_new_member_id", "config", "expiry", "groups", "now", "out", "store")
+    __slots__ = (
+        "_new_member_id",
+        "config",
+        "expiry",
+        "groups",
+        "now",
+        "out",
+        "rebalance_listeners",
+        "rebalances_started",
+        "store",
+    )
 
     def __init__(
         self,
@@ -85,6 +96,10 @@ class Rebalancer:
         self.groups: dict[str, Group] = {}
         #: Responses released since the coordinator last handed them out.
         self.out: list[AnyResponse] = []
+        #: group id -> (start time, reason) of the rebalance under way, for the event
+        #: sent to ``rebalance_listeners`` when its join phase completes.
+        self.rebalances_started: dict[str, tuple[int, str]] = {}
+        self.rebalance_listeners: list[RebalanceListener] = []
 
     # ------------------------------------------------------------------ helpers
 
@@ -265,6 +280,8 @@ class Rebalancer:
             group.generation_id,
             reason,
         )
+        # a rebalance restarted before it completed keeps its first start and cause
+        self.rebalances_started.setdefault(group.group_id, (self.now, reason))
         group.transition_to(_PREPARING, self.now)
         if initial:
             # group.initial.rebalance.delay.ms: wait for more members of a new group.
@@ -311,6 +328,7 @@ class Rebalancer:
             self.expiry.expect_join(gid, GROUP_TIMER, self.now + group.rebalance_timeout_ms())
             return
         group.init_next_generation(self.now)
+        self._notify_completed(group)
         if group.state is _EMPTY:
             log.info("group %s: generation %d is empty", gid, group.generation_id)
             self.persist_group(group)
@@ -339,6 +357,24 @@ class Rebalancer:
             member.is_new = False
             group.pending_sync[member.member_id] = None
         self.expiry.expect_sync(gid, GROUP_TIMER, self.now + group.rebalance_timeout_ms())
+
+    def _notify_completed(self, group: Group) -> None:
+        started, reason = self.rebalances_started.pop(group.group_id, (self.now, "unknown"))
+        if not self.rebalance_listeners:
+            return
+        event = RebalanceCompleted(
+            group_id=group.group_id,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader_id=group.leader_id,
+            members=tuple(group.members),
+            reason=reason,
+            started_ms=started,
+            completed_ms=self.now,
+        )
+        for listener in self.rebalance_listeners:
+            listener(event)
 
     def reset_and_propagate_assignment_error(self, group: Group, error: ErrorClass) -> None:
         for member in group.members.values():

@@ -1,0 +1,148 @@
+"""One client connection: read frames, dispatch each at once, answer in order.
+
+Requests are dispatched as soon as they are read, in the order they arrive (so a commit
+followed by an offset fetch sees its commit). Their replies go into a per-connection
+queue that the writer drains strictly in request order, as Kafka answers: a JoinGroup the
+coordinator parks holds back later replies on *this* connection only. Other connections
+have their own queues and never wait for it.
+
+A frame that cannot be decoded (bad size prefix, malformed header or payload) is logged
+with its reason and the connection closes; the server keeps serving everyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from groupcoord.errors import InvalidRequestError
+from groupcoord.protocol.wire import parse_frame_size
+from groupcoord.server.dispatch import Dispatcher, Reply
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("groupcoord.server")
+
+_END = object()  # queue sentinel: no more replies
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        dispatcher: Dispatcher,
+        max_frame_bytes: int,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._dispatcher = dispatcher
+        self._max_frame_bytes = max_frame_bytes
+        # replies in request order; _more is set whenever one is appended
+        self._replies: deque[Reply | object] = deque()
+        self._more = asyncio.Event()
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        # Kafka reports a member's client host as the address with a leading slash
+        self.client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
+        self.close_reason: str | None = None
+        self._closing = False
+        self._current: asyncio.Future[bytes | None] | None = None
+        self._read_task: asyncio.Future[None] | None = None
+
+    async def run(self) -> None:
+        writer_task = asyncio.ensure_future(self._write_replies())
+        self._read_task = asyncio.ensure_future(self._read_requests())
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._read_task
+        finally:
+            self._push(_END)
+            if self.close_reason is not None:
+                writer_task.cancel()
+            else:
+                # the client closed, or the server is shutting down: send every reply
+                # that is ready, give up on those still parked (a JoinGroup, a long poll)
+                self._cancel_unfinished()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await writer_task
+            self._cancel_unfinished()
+            self._writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await self._writer.wait_closed()
+
+    def close(self, reason: str) -> None:
+        """Stop reading and close (shutdown); replies already complete are still sent."""
+        self._closing = True
+        if self._read_task is not None:
+            self._read_task.cancel()
+        log.debug("closing connection %s: %s", self.peer, reason)
+
+    async def _read_requests(self) -> None:
+        reader = self._reader
+        while not self._closing:
+            try:
+                prefix = await reader.readexactly(4)
+                size = parse_frame_size(prefix, self._max_frame_bytes)
+                frame = await reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                return  # the client closed (possibly mid-frame)
+            except InvalidRequestError as e:
+                return self._abort(str(e))
+            except ConnectionError:
+                return
+            if self._closing:
+                return
+            try:
+                reply = self._dispatcher.dispatch(frame, self.client_host)
+            except InvalidRequestError as e:
+                return self._abort(str(e))
+            except Exception as e:  # a handler bug must not take the server down
+                log.exception("request handling failed on %s", self.peer)
+                return self._abort(f"internal error: {type(e).__name__}")
+            self._push(reply)
+
+    def _push(self, item: Reply | object) -> None:
+        self._replies.append(item)
+        self._more.set()
+
+    def _abort(self, reason: str) -> None:
+        self.close_reason = reason
+        log.warning("closing connection %s: %s", self.peer, reason)
+
+    async def _write_replies(self) -> None:
+        writer = self._writer
+        while True:
+            while not self._replies:
+                self._more.clear()
+                await self._more.wait()
+            item = self._replies.popleft()
+            if item is _END:
+                return
+            if isinstance(item, asyncio.Future):
+                self._current = item
+                try:
+                    data = await item
+                except asyncio.CancelledError:
+                    if item.cancelled():
+                        continue  # given up on at close
+                    raise
+                except Exception:
+                    log.exception("request handling failed on %s", self.peer)
+                    self.close_reason = "internal error"
+                    return
+            else:
+                data = item
+            if data is None:
+                continue
+            assert isinstance(data, bytes)
+            writer.write(data)
+            await writer.drain()
+
+    def _cancel_unfinished(self) -> None:
+        # the queue keeps its items (and _END): the writer still sends the finished ones
+        for item in (self._current, *self._replies):
+            if isinstance(item, asyncio.Future) and not item.done():
+                item.cancel()

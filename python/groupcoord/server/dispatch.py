@@ -1,0 +1,274 @@
+"""Request frames in, response frames out: header decoding, the API table, routing.
+
+:meth:`Dispatcher.dispatch` takes one frame body and returns either the response frame
+now, a future of it (group requests the coordinator parks, long-poll Fetches), or
+``None`` (an acks=0 Produce, which Kafka never answers). It never drops a request
+silently:
+
+- unknown API key, or a version we do not serve: ApiVersions gets the v0 response with
+  UNSUPPORTED_VERSION and our table (as Kafka answers, KIP-511); any other API gets a
+  response header with the request's correlation id followed by the int16 error code 35
+  (UNSUPPORTED_VERSION). Kafka closes the connection here instead; a client that
+  negotiated versions through ApiVersions never gets there, and one that did not at least
+  learns why.
+- a frame whose header or payload cannot be decoded raises
+  :class:`~groupcoord.protocol.wire.MalformedFrameError`: the connection logs the reason
+  and closes, as Kafka does (nothing later on that stream can be trusted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from groupcoord.coordinator import (
+    AnyResponse,
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    SyncGroupResponse,
+)
+from groupcoord.errors import InvalidRequestError, KafkaError, UnknownServerError
+from groupcoord.protocol.group_messages import (
+    GROUP_API_KEYS,
+    to_coordinator_request,
+    to_kio_response,
+)
+from groupcoord.protocol.wire import (
+    API_VERSIONS_KEY,
+    RequestHeader,
+    UnsupportedApiError,
+    decode_request_header,
+    decode_request_payload,
+    encode_frame,
+    encode_response,
+)
+from groupcoord.server.api_versions import (
+    FIND_COORDINATOR_KEY,
+    api_versions_response,
+    served_versions,
+)
+from groupcoord.server.data_apis import DATA_API_VERSIONS, BrokerInfo, DataApis
+from groupcoord.server.fetch_wait import FetchWaiter
+from groupcoord.server.find_coordinator import find_coordinator
+from groupcoord.server.group_gateway import GroupGateway
+
+__all__ = ["Dispatcher", "Reply", "unsupported_frame"]
+
+log = logging.getLogger("groupcoord.server")
+
+API_FETCH = 1
+API_PRODUCE = 0
+_UNSUPPORTED_VERSION = 35
+
+#: What a request turns into: a response frame now, later, or never (acks=0 Produce).
+Reply = bytes | asyncio.Future[bytes | None] | None
+
+
+def unsupported_frame(correlation_id: int) -> bytes:
+    """A response header v0 followed by the int16 UNSUPPORTED_VERSION code."""
+    return encode_frame(struct.pack(">ih", correlation_id, _UNSUPPORTED_VERSION))
+
+
+class Dispatcher:
+    """Routes decoded requests to the API handlers of one server."""
+
+    def __init__(
+        self,
+        *,
+        broker: BrokerInfo,
+        groups: GroupGateway,
+        data_apis: DataApis,
+        fetches: FetchWaiter,
+        data_api_versions: Mapping[int, tuple[int, int]] = DATA_API_VERSIONS,
+    ) -> None:
+        self.broker = broker
+        self.groups = groups
+        self.data_apis = data_apis
+        self.fetches = fetches
+        self.versions = served_versions(data_api_versions)
+
+    def serves(self, api_key: int, version: int) -> bool:
+        lo, hi = self.versions.get(api_key, (0, -1))
+        return lo <= version <= hi
+
+    def dispatch(self, frame: bytes, client_host: str) -> Reply:
+        """The reply to one request frame body (see the module docstring)."""
+        try:
+            header, offset = decode_request_header(frame)
+        except UnsupportedApiError as e:
+            return self._unsupported(e.header, str(e))
+        if not self.serves(header.api_key, header.api_version):
+            return self._unsupported(header, "version not served")
+        request = decode_request_payload(header, frame, offset)
+        api_key = header.api_key
+        if api_key in GROUP_API_KEYS:
+            return self._group(header, request, client_host)
+        if api_key == API_VERSIONS_KEY:
+            return encode_response(header, api_versions_response(header.api_version, self.versions))
+        if api_key == FIND_COORDINATOR_KEY:
+            return encode_response(header, find_coordinator(request, self.broker))
+        if api_key == API_FETCH:
+            return self._fetch(header, request)
+        return self._data(header, request)
+
+    # ------------------------------------------------------------------ routes
+
+    def _unsupported(self, header: RequestHeader, why: str) -> bytes:
+        log.info(
+            "unsupported request: api %d v%d from client %r (%s)",
+            header.api_key,
+            header.api_version,
+            header.client_id,
+            why,
+        )
+        if header.api_key == API_VERSIONS_KEY:
+            response = api_versions_response(0, self.versions, unsupported=True)
+            return encode_response(header, response)
+        return unsupported_frame(header.correlation_id)
+
+    def _data(self, header: RequestHeader, request: Any) -> Reply:
+        response = self.data_apis.handle(header.api_key, request)
+        if response is None:
+            return None
+        return encode_response(header, response)
+
+    def _fetch(self, header: RequestHeader, request: Any) -> Reply:
+        if self.data_apis.fetch_satisfied(request):
+            return self._data(header, request)
+        reply: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+
+        async def long_poll() -> None:
+            await self.fetches.wait(request)
+            if not reply.done():
+                reply.set_result(encode_response(header, self.data_apis.handle(1, request)))
+
+        task = asyncio.ensure_future(long_poll())
+        reply.add_done_callback(lambda _: task.cancel())
+        task.add_done_callback(lambda t: _fail_from(t, reply))
+        return reply
+
+    def _group(self, header: RequestHeader, request: Any, client_host: str) -> Reply:
+        try:
+            ours = to_coordinator_request(
+                header.api_key,
+                header.api_version,
+                request,
+                client_id=header.client_id or "",
+                client_host=client_host,
+            )
+        except (ValueError, TypeError, KafkaError) as e:
+            log.info("invalid group request api %d: %s", header.api_key, e)
+            error = e if isinstance(e, KafkaError) else InvalidRequestError(str(e))
+            kio_response = group_error_response(header, request, type(error))
+            return encode_response(header, kio_response)
+        future = self.groups.submit(ours)
+        reply: asyncio.Future[bytes | None] = future.get_loop().create_future()
+
+        def encode(done: asyncio.Future[AnyResponse]) -> None:
+            if reply.done():
+                return
+            if done.cancelled():
+                reply.cancel()
+                return
+            try:
+                reply.set_result(encode_response(header, to_kio_response(done.result())))
+            except Exception:  # a bug: log it, answer with an error, keep the connection
+                log.exception("cannot encode a response to api %d", header.api_key)
+                reply.set_result(
+                    encode_response(
+                        header, group_error_response(header, request, UnknownServerError)
+                    )
+                )
+
+        future.add_done_callback(encode)
+        return reply
+
+
+def _fail_from(task: asyncio.Task[None], reply: asyncio.Future[bytes | None]) -> None:
+    if task.cancelled() or reply.done():
+        return
+    error = task.exception()
+    if error is not None:
+        reply.set_exception(error)
+
+
+def group_error_response(header: RequestHeader, request: Any, error: type[KafkaError]) -> Any:
+    """The kio response of the request's group API and version carrying ``error``
+    everywhere it can (top level, or on every item the request named)."""
+    v = header.api_version
+    response: AnyResponse
+    match header.api_key:
+        case 11:
+            response = JoinGroupResponse(version=v, error=error, member_id=request.member_id)
+        case 14:
+            response = SyncGroupResponse(version=v, error=error)
+        case 12:
+            response = HeartbeatResponse(version=v, error=error)
+        case 13:
+            response = LeaveGroupResponse(version=v, error=error)
+        case 8:
+            response = OffsetCommitResponse(
+                version=v,
+                topics=tuple(
+                    OffsetCommitResponseTopic(
+                        name=t.name,
+                        partitions=tuple(
+                            OffsetCommitResponsePartition(
+                                partition_index=p.partition_index, error=error
+                            )
+                            for p in t.partitions
+                        ),
+                    )
+                    for t in request.topics
+                ),
+            )
+        case 9 if v >= 8:
+            response = OffsetFetchResponse(
+                version=v,
+                groups=tuple(
+                    OffsetFetchResponseGroup(group_id=g.group_id, error=error)
+                    for g in request.groups
+                ),
+            )
+        case 9:
+            response = OffsetFetchResponse(version=v, error=error)
+        case 15:
+            response = DescribeGroupsResponse(
+                version=v,
+                groups=tuple(
+                    DescribedGroup(
+                        group_id=g,
+                        error=error,
+                        group_state="",
+                        protocol_type="",
+                        protocol_data="",
+                    )
+                    for g in request.groups
+                ),
+            )
+        case 16:
+            response = ListGroupsResponse(version=v, error=error)
+        case 42:
+            response = DeleteGroupsResponse(
+                version=v,
+                results=tuple(
+                    DeletableGroupResult(group_id=g, error=error) for g in request.groups_names
+                ),
+            )
+        case _:
+            raise ValueError(f"api {header.api_key} is not a group API")
+    return to_kio_response(response)

@@ -1,0 +1,68 @@
+"""FindCoordinator (API 10, v0-v6): this single node coordinates every group and
+transactional id.
+
+v0-v3 ask for one key and answer one coordinator; v4+ batch keys and answer one entry per
+key. Key types are Kafka's ``CoordinatorType``: 0 GROUP and 1 TRANSACTION map to this
+node; 2 SHARE (KIP-932 share groups, not served here) and unknown types get
+INVALID_REQUEST, as Kafka answers a type it cannot resolve.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final
+
+from kio.index import load_payload_module
+from kio.schema.errors import ErrorCode
+from kio.static.constants import EntityType
+
+from groupcoord.server.api_versions import FIND_COORDINATOR_KEY
+from groupcoord.server.data_apis import BrokerInfo
+
+__all__ = ["GROUP_KEY_TYPE", "TRANSACTION_KEY_TYPE", "find_coordinator"]
+
+GROUP_KEY_TYPE: Final = 0
+TRANSACTION_KEY_TYPE: Final = 1
+_SERVED_KEY_TYPES: Final = frozenset({GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE})
+_BATCHED_SINCE: Final = 4
+
+
+def _answer(key_type: int, broker: BrokerInfo) -> tuple[ErrorCode, str | None, int, str, int]:
+    if key_type in _SERVED_KEY_TYPES:
+        return ErrorCode.none, None, broker.node_id, broker.host, broker.port
+    # Kafka answers an unresolvable coordinator with node -1, host "" and port -1
+    return ErrorCode.invalid_request, f"key type {key_type} is not served", -1, "", -1
+
+
+def find_coordinator(request: Any, broker: BrokerInfo) -> Any:
+    """The FindCoordinator response (same version) to a kio FindCoordinator request."""
+    version = request.__version__
+    module = load_payload_module(FIND_COORDINATOR_KEY, version, EntityType.response)
+    key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
+    error, message, node_id, host, port = _answer(key_type, broker)
+    no_throttle = datetime.timedelta(0)
+    if version >= _BATCHED_SINCE:
+        return module.FindCoordinatorResponse(
+            throttle_time=no_throttle,
+            coordinators=tuple(
+                module.Coordinator(
+                    key=key,
+                    node_id=node_id,
+                    host=host,
+                    port=port,
+                    error_code=error,
+                    error_message=message,
+                )
+                for key in request.coordinator_keys
+            ),
+        )
+    fields: dict[str, Any] = {
+        "error_code": error,
+        "node_id": node_id,
+        "host": host,
+        "port": port,
+    }
+    if version >= 1:
+        fields["throttle_time"] = no_throttle
+        fields["error_message"] = message
+    return module.FindCoordinatorResponse(**fields)

@@ -1,0 +1,196 @@
+"""The asyncio side of the sans-IO :class:`~groupcoord.coordinator.GroupCoordinator`.
+
+:class:`GroupGateway` turns a coordinator request into a future of its response. The
+coordinator may release a response much later (a JoinGroup waits for the join phase), and
+a call may release responses of other requests: every request carries a fresh integer
+``correlation`` and the gateway resolves whichever futures come out. One loop timer is
+kept at the coordinator's ``next_deadline()`` and calls ``tick`` when it fires.
+
+Two things Kafka's broker does around the coordinator live here too: OffsetCommit
+partitions of topics or partitions that do not exist are answered
+UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, and every completed rebalance
+is logged at INFO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+
+from groupcoord.coordinator import (
+    AnyRequest,
+    AnyResponse,
+    GroupCoordinator,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    RebalanceCompleted,
+)
+from groupcoord.errors import UnknownTopicOrPartitionError
+
+__all__ = ["GroupGateway", "log_rebalance"]
+
+log = logging.getLogger("groupcoord.server")
+
+
+def log_rebalance(event: RebalanceCompleted) -> None:
+    """Kafka's "Stabilized group" line, with the members, duration and cause."""
+    log.info(
+        "rebalance completed: group=%s generation=%d members=%d [%s] leader=%s "
+        "protocol=%s/%s duration_ms=%d reason=%s",
+        event.group_id,
+        event.generation_id,
+        len(event.members),
+        ", ".join(event.members),
+        event.leader_id,
+        event.protocol_type,
+        event.protocol_name,
+        event.duration_ms,
+        event.reason,
+    )
+
+
+class GroupGateway:
+    """Feeds one coordinator from the event loop. ``now_ms`` is the server clock (must
+    not go backwards); ``partitions_per_topic`` is the log's current topic table."""
+
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        now_ms: Callable[[], int],
+        partitions_per_topic: Callable[[], Mapping[str, int]],
+    ) -> None:
+        self.coordinator = coordinator
+        self._now_ms = now_ms
+        self._partitions = partitions_per_topic
+        self._pending: dict[int, asyncio.Future[AnyResponse]] = {}
+        self._tokens = itertools.count(1)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline: int | None = None
+        self._closed = False
+        coordinator.add_rebalance_listener(log_rebalance)
+
+    @property
+    def pending(self) -> int:
+        """Requests whose response the coordinator has not released yet."""
+        return len(self._pending)
+
+    def submit(self, request: AnyRequest) -> asyncio.Future[AnyResponse]:
+        """The future response to ``request`` (resolved now or when the coordinator
+        releases it)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[AnyResponse] = loop.create_future()
+        if self._closed:
+            future.cancel()
+            return future
+        if isinstance(request, OffsetCommitRequest):
+            return self._commit(request, future)
+        token = next(self._tokens)
+        self._pending[token] = future
+        self._release(
+            self.coordinator.handle(dataclasses.replace(request, correlation=token), self._now_ms())
+        )
+        return future
+
+    def _commit(
+        self, request: OffsetCommitRequest, future: asyncio.Future[AnyResponse]
+    ) -> asyncio.Future[AnyResponse]:
+        known = self._partitions()
+        topics = []
+        for t in request.topics:
+            count = known.get(t.name)
+            parts = tuple(
+                p for p in t.partitions if count is not None and 0 <= p.partition_index < count
+            )
+            if parts:
+                topics.append(dataclasses.replace(t, partitions=parts))
+        inner = dataclasses.replace(request, topics=tuple(topics))
+        token = next(self._tokens)
+        inner_future: asyncio.Future[AnyResponse] = future.get_loop().create_future()
+        self._pending[token] = inner_future
+
+        def merge(done: asyncio.Future[AnyResponse]) -> None:
+            if future.done():
+                return
+            if done.cancelled():
+                future.cancel()
+                return
+            result = done.result()
+            assert isinstance(result, OffsetCommitResponse)
+            future.set_result(_with_unknown_partitions(request, result))
+
+        inner_future.add_done_callback(merge)
+        self._release(
+            self.coordinator.handle(dataclasses.replace(inner, correlation=token), self._now_ms())
+        )
+        return future
+
+    def _release(self, responses: list[AnyResponse]) -> None:
+        for response in responses:
+            token = response.correlation
+            future = self._pending.pop(token, None) if isinstance(token, int) else None
+            if future is None:
+                log.error("coordinator released a response nobody waits for: %r", response)
+                continue
+            if not future.done():
+                future.set_result(response)
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        if self._closed:
+            return
+        deadline = self.coordinator.next_deadline()
+        if deadline == self._timer_deadline and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is None:
+            return
+        delay_s = max(0, deadline - self._now_ms()) / 1000
+        self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        self._release(self.coordinator.tick(self._now_ms()))
+
+    def close(self) -> None:
+        """Stop the timer, cancel waiting requests and close the coordinator's store."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
+        self.coordinator.close()
+
+
+def _with_unknown_partitions(
+    request: OffsetCommitRequest, answered: OffsetCommitResponse
+) -> OffsetCommitResponse:
+    """The response in the request's order: the coordinator's result where it answered,
+    UNKNOWN_TOPIC_OR_PARTITION for what it never saw."""
+    results = {(t.name, p.partition_index): p for t in answered.topics for p in t.partitions}
+    topics = tuple(
+        OffsetCommitResponseTopic(
+            name=t.name,
+            partitions=tuple(
+                results.get(
+                    (t.name, p.partition_index),
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error=UnknownTopicOrPartitionError
+                    ),
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in request.topics
+    )
+    return dataclasses.replace(answered, topics=topics, correlation=request.correlation)

@@ -1,0 +1,281 @@
+"""``groupcoord serve``: the asyncio Kafka-protocol server.
+
+One :class:`Server` owns the stores (SQLite under ``data_dir``, or memory), the topic log
+and its data APIs, one :class:`~groupcoord.coordinator.GroupCoordinator` behind a
+:class:`~groupcoord.server.group_gateway.GroupGateway`, and the listening socket. Every
+connection is a :class:`~groupcoord.server.connection.Connection`.
+
+Shutdown (:meth:`Server.close`, or SIGTERM/SIGINT under :func:`run`): stop accepting,
+stop reading, send every reply already complete, give up on parked ones (JoinGroups,
+long polls), then close the coordinator and the log, so both databases are closed
+cleanly. Commits are durable before their response exists, so none is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from groupcoord.config import CoordinatorConfig
+from groupcoord.coordinator import (
+    GroupCoordinator,
+    MemoryOffsetStore,
+    OffsetStore,
+    SqliteOffsetStore,
+)
+from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
+from groupcoord.server.connection import Connection
+from groupcoord.server.data_apis import BrokerInfo, DataApiConfig, DataApis
+from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.fetch_wait import FetchWaiter
+from groupcoord.server.group_gateway import GroupGateway
+from groupcoord.server.log import TopicLog
+from groupcoord.server.log_store import LogStore, MemoryLogStore, SqliteLogStore
+
+__all__ = ["DATABASE_NAME", "Server", "ServerConfig", "WallClock", "run"]
+
+log = logging.getLogger("groupcoord.server")
+
+#: The one SQLite file (offsets, groups, topics, record batches) under ``data_dir``.
+DATABASE_NAME: Final = "groupcoord.db"
+#: How long a graceful shutdown waits for connections to flush ready replies.
+SHUTDOWN_GRACE_S: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """``data_dir=None`` keeps everything in memory (``--memory``). ``topics`` are
+    created at start unless they exist. ``advertised_host`` is what Metadata and
+    FindCoordinator tell clients (default: ``host``, or this machine's name when
+    ``host`` is a wildcard address)."""
+
+    host: str = "127.0.0.1"
+    port: int = 9092
+    data_dir: str | None = "./groupcoord-data"
+    topics: tuple[tuple[str, int], ...] = ()
+    auto_create_partitions: int | None = None
+    coordinator: CoordinatorConfig = field(default_factory=CoordinatorConfig)
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    node_id: int = 0
+    cluster_id: str = "groupcoord"
+    advertised_host: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.max_frame_bytes < 1:
+            raise ValueError(f"max frame bytes must be positive, got {self.max_frame_bytes}")
+        if self.auto_create_partitions is not None and self.auto_create_partitions < 1:
+            raise ValueError(
+                f"auto-create partitions must be at least 1, got {self.auto_create_partitions}"
+            )
+        for name, partitions in self.topics:
+            if partitions < 1:
+                raise ValueError(f"topic {name!r} needs at least 1 partition, got {partitions}")
+
+
+class WallClock:
+    """Milliseconds since the epoch that never go backwards (the coordinator refuses
+    time travel, and commit timestamps must survive a restart)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last = 0
+
+    def __call__(self) -> int:
+        now = time.time_ns() // 1_000_000
+        if now > self._last:
+            self._last = now
+        return self._last
+
+
+class Server:
+    """The Kafka-protocol server. ``await start()``, then ``host``/``port`` are the
+    bound address; ``await serve_forever()`` until :meth:`close` is called."""
+
+    def __init__(self, config: ServerConfig, clock: Callable[[], int] | None = None) -> None:
+        self.config = config
+        self.clock = WallClock() if clock is None else clock
+        self.host = config.host
+        self.port = config.port
+        self._listener: asyncio.Server | None = None
+        self._connections: dict[Connection, asyncio.Task[None]] = {}
+        self._closed = asyncio.Event()
+        self._closing = False
+        self.topic_log: TopicLog | None = None
+        self.gateway: GroupGateway | None = None
+        self.data_apis: DataApis | None = None
+        self._fetches: FetchWaiter | None = None
+        self._dispatcher: Dispatcher | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        config = self.config
+        offsets, records = _open_stores(config.data_dir)
+        try:
+            topic_log = TopicLog(records)
+        except BaseException:
+            offsets.close()
+            records.close()
+            raise
+        self.topic_log = topic_log
+        try:
+            for name, partitions in config.topics:
+                if topic_log.topic(name) is None:
+                    topic_log.create_topic(name, partitions)
+                    log.info("created topic %s with %d partitions", name, partitions)
+            coordinator = GroupCoordinator(config.coordinator, offsets, now_ms=self.clock())
+        except BaseException:
+            offsets.close()
+            topic_log.close()
+            raise
+        self._listener = await asyncio.start_server(
+            self._on_connection,
+            config.host,
+            config.port,
+            start_serving=False,
+            reuse_address=True,
+        )
+        sockname = self._listener.sockets[0].getsockname()
+        self.port = int(sockname[1])
+        broker = BrokerInfo(
+            node_id=config.node_id,
+            host=_advertised(config),
+            port=self.port,
+            cluster_id=config.cluster_id,
+        )
+        self.data_apis = DataApis(
+            topic_log,
+            broker,
+            DataApiConfig(auto_create_partitions=config.auto_create_partitions),
+            self.clock,
+        )
+        self._fetches = FetchWaiter(self.data_apis.fetch_satisfied)
+        topic_log.add_append_listener(self._fetches.on_append)
+        self.gateway = GroupGateway(coordinator, self.clock, self.data_apis.partitions_per_topic)
+        self._dispatcher = Dispatcher(
+            broker=broker, groups=self.gateway, data_apis=self.data_apis, fetches=self._fetches
+        )
+        await self._listener.start_serving()
+        log.info(
+            "serving on %s:%d (%s)",
+            self.host,
+            self.port,
+            "in memory" if config.data_dir is None else os.path.abspath(config.data_dir),
+        )
+
+    async def serve_forever(self) -> None:
+        await self._closed.wait()
+
+    async def close(self) -> None:
+        """Graceful shutdown (see the module docstring). Safe to call twice."""
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        try:
+            if self._listener is not None:
+                self._listener.close()
+            for connection in list(self._connections):
+                connection.close("server shutdown")
+            if self._fetches is not None:
+                self._fetches.close()
+            tasks = list(self._connections.values())
+            if tasks:
+                _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
+            if self._listener is not None:
+                await self._listener.wait_closed()
+        finally:
+            if self.gateway is not None:
+                self.gateway.close()
+            if self.topic_log is not None:
+                self.topic_log.close()
+            log.info("stopped")
+            self._closed.set()
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
+
+    # ------------------------------------------------------------------ connections
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        assert self._dispatcher is not None
+        if self._closing:
+            writer.close()
+            return
+        connection = Connection(reader, writer, self._dispatcher, self.config.max_frame_bytes)
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[connection] = task
+        log.debug("connection from %s", connection.peer)
+        try:
+            await connection.run()
+        finally:
+            del self._connections[connection]
+
+
+def _open_stores(data_dir: str | None) -> tuple[OffsetStore, LogStore]:
+    if data_dir is None:
+        return MemoryOffsetStore(), MemoryLogStore()
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, DATABASE_NAME)
+    offsets = SqliteOffsetStore(path)
+    try:
+        records = SqliteLogStore(path)
+    except BaseException:
+        offsets.close()
+        raise
+    return offsets, records
+
+
+def _advertised(config: ServerConfig) -> str:
+    if config.advertised_host:
+        return config.advertised_host
+    if config.host in ("", "0.0.0.0", "::"):
+        return socket.getfqdn()
+    return config.host
+
+
+def run(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None) -> None:
+    """Run a server until SIGTERM or SIGINT, then shut down gracefully. ``on_ready(host,
+    port)`` is called once it accepts connections."""
+
+    async def main() -> None:
+        server = Server(config)
+        await server.start()
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            if on_ready is not None:
+                on_ready(server.host, server.port)
+            stopper = asyncio.ensure_future(stop.wait())
+            serving = asyncio.ensure_future(server.serve_forever())
+            await asyncio.wait((stopper, serving), return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            serving.cancel()
+            log.info("shutting down")
+        finally:
+            with contextlib.suppress(Exception):
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+            await server.close()
+
+    asyncio.run(main())
