@@ -225,6 +225,12 @@ class DataApis:
     def _one_topic_metadata(
         self, mod: ModuleType, t: Any, allow_auto: bool, include_ops: bool
     ) -> object:
+        if t.name is None and t.__version__ < 12:
+            # v10-11 carry a topic id field but no way to answer a topic by id (the name
+            # is not nullable in their responses); Kafka refuses these as invalid.
+            return self._topic_error(
+                mod, "", None, InvalidRequestError("topic ids need Metadata v12+")
+            )
         if t.name is None:
             topic_id = getattr(t, "topic_id", None)
             info = self._log.topic_by_id(topic_id) if topic_id is not None else None
