@@ -63,6 +63,8 @@ DEFAULT_API_TIMEOUT_MS: Final = 60_000
 # Java gives JoinGroup the rebalance timeout plus this much for the network
 # (ConsumerCoordinator's JOIN_GROUP_TIMEOUT_LAPSE).
 _JOIN_GROUP_TIMEOUT_LAPSE_MS: Final = 5_000
+# How long the heartbeat thread idles at least when it has nothing to send.
+_MIN_IDLE_WAIT_MS: Final = 5
 # The APIs a member sends to its coordinator.
 _MEMBER_API_KEYS: Final = frozenset(request.API_KEY for request in MEMBER_REQUEST_TYPES)
 
@@ -150,6 +152,8 @@ class GroupMember:
         self._next_metadata_ms = 0
         self._thread_error: BaseException | None = None
         self._closed = False
+        # The thread running listener callbacks now (they must not call poll()).
+        self._delivering: threading.Thread | None = None
         self._thread = threading.Thread(
             target=self._run, name=f"groupcoord-heartbeat-{group_id}", daemon=True
         )
@@ -165,18 +169,34 @@ class GroupMember:
         is stable (or when the time is up). Raises the machine's fatal error (e.g.
         :class:`~groupcoord.errors.FencedInstanceIdError`) once the member cannot go on."""
         self._check_usable()
-        deadline = _now_ms() + max(0, timeout_ms)
-        with self._lock:
-            self._raise_if_failed()
-            self._machine.poll(_now_ms())
-        self._wake.set()
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be an int >= 0, got {timeout_ms!r}")
+        if self._delivering is threading.current_thread():
+            raise GroupcoordError("poll() must not be called from a rebalance listener")
+        deadline = _now_ms() + timeout_ms
+        woken_for: int | None = None
         while True:
             with self._lock:
                 self._raise_if_failed()
+                # Every round counts as a poll: it resets the poll timer and starts the
+                # (re)join the machine wants, so that one poll() can carry a cooperative
+                # rebalance through both of its rounds, as Kafka's does.
+                now = _now_ms()
+                self._machine.poll(now)
+                due = self._machine.next_deadline()
+                if due is not None and due <= now and due != woken_for:
+                    # e.g. a JoinGroup to send: the heartbeat thread sends it (once per
+                    # deadline, or a deadline it cannot act on yet would make us spin)
+                    woken_for = due
+                    self._wake.set()
                 calls = self._machine.take_callbacks(hold=True)
                 if not calls:
                     remaining = deadline - _now_ms()
-                    if self._machine.state is MemberState.STABLE or remaining <= 0:
+                    stable = (
+                        self._machine.state is MemberState.STABLE
+                        and not self._machine.rejoin_needed
+                    )
+                    if stable or remaining <= 0:
                         return self._machine.assignment
                     self._changed.wait(remaining / 1000)
                     continue
@@ -311,6 +331,7 @@ class GroupMember:
         partition this member is still giving up. A listener's exception is raised after
         the other calls ran."""
         first_error: BaseException | None = None
+        self._delivering = threading.current_thread()
         try:
             for call in calls:
                 try:
@@ -319,6 +340,7 @@ class GroupMember:
                     if first_error is None:
                         first_error = e
         finally:
+            self._delivering = None
             if calls:
                 with self._lock:
                     self._machine.callbacks_done()
@@ -370,12 +392,14 @@ class GroupMember:
             return  # go round again at once: a send may have failed or completed already
         wake_at = [self._next_metadata_ms]
         if machine_deadline is not None:
+            if self._coordinator is None:
+                # The machine wants a lookup; our own backoff decides when to retry it.
+                machine_deadline = max(machine_deadline, self._next_discovery_ms)
             wake_at.append(machine_deadline)
-        if lookup_due:
-            wake_at.append(self._next_discovery_ms)
-        wait_ms = min(wake_at) - _now_ms()
-        if wait_ms > 0:
-            self._wake.wait(wait_ms / 1000)
+        # Whatever was due went out in next_requests(); a deadline still in the past is
+        # something that cannot go out yet (held back), so do not spin on it.
+        wait_ms = max(min(wake_at) - _now_ms(), _MIN_IDLE_WAIT_MS)
+        self._wake.wait(wait_ms / 1000)
 
     # -- coordinator ----------------------------------------------------------------
 
