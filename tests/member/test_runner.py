@@ -137,6 +137,9 @@ class Poller:
                     continue
                 self.assignment = self.member.poll(self.poll_ms)
                 self.polls += 1
+                # poll() returns at once when the group is stable: "process" a little, so
+                # that the members do not take the CPU from the server and each other.
+                self._stop.wait(0.02)
         except BaseException as e:
             self.error = e
 

@@ -152,6 +152,7 @@ class GroupMember:
         self._next_metadata_ms = 0
         self._thread_error: BaseException | None = None
         self._closed = False
+        self._closing = False
         # The thread running listener callbacks now (they must not call poll()).
         self._delivering: threading.Thread | None = None
         self._thread = threading.Thread(
@@ -166,9 +167,13 @@ class GroupMember:
     def poll(self, timeout_ms: int = 1000) -> frozenset[TopicPartition]:
         """Take part in the group for up to ``timeout_ms``: (re)join when needed, deliver
         listener callbacks here, and return the current assignment as soon as the member
-        is stable (or when the time is up). Raises the machine's fatal error (e.g.
-        :class:`~groupcoord.errors.FencedInstanceIdError`) once the member cannot go on."""
+        is stable (or when the time is up). There are no records to wait for, so a stable
+        member returns at once: a loop doing nothing but poll() spins. Raises the
+        machine's fatal error (e.g. :class:`~groupcoord.errors.FencedInstanceIdError`)
+        once the member cannot go on."""
         self._check_usable()
+        if self._closing:
+            raise GroupcoordError("this GroupMember is closing")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
             raise ValueError(f"timeout_ms must be an int >= 0, got {timeout_ms!r}")
         if self._delivering is threading.current_thread():
@@ -266,9 +271,10 @@ class GroupMember:
     def close(self, timeout_ms: int = 30_000) -> None:
         """Leave the group (dynamic members; static members just stop, KIP-345), deliver the
         last listener callbacks, stop the heartbeat thread and close the sockets."""
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        # Listeners may still commit from their revoked callbacks while closing.
+        self._closing = True
         deadline = _now_ms() + timeout_ms
         try:
             if self._thread.is_alive():
@@ -284,6 +290,7 @@ class GroupMember:
                             break
                         self._changed.wait(remaining / 1000)
         finally:
+            self._closed = True
             self._stop.set()
             self._wake.set()
             self._thread.join(timeout=max(1.0, (deadline - _now_ms()) / 1000))
@@ -399,7 +406,8 @@ class GroupMember:
         # Whatever was due went out in next_requests(); a deadline still in the past is
         # something that cannot go out yet (held back), so do not spin on it.
         wait_ms = max(min(wake_at) - _now_ms(), _MIN_IDLE_WAIT_MS)
-        self._wake.wait(wait_ms / 1000)
+        if not self._stop.is_set():  # a stop requested before the clear() above
+            self._wake.wait(wait_ms / 1000)
 
     # -- coordinator ----------------------------------------------------------------
 
