@@ -441,7 +441,12 @@ class BrokerConnection:
             pending = self._in_flight.pop(correlation_id, None)
         if pending is None:
             raise MalformedFrameError(f"response to unknown correlation id {correlation_id}")
-        _cid, response = decode_response(pending.api_key, pending.version, frame)
+        try:
+            _cid, response = decode_response(pending.api_key, pending.version, frame)
+        except KafkaError as e:
+            error = BrokerConnectionError(f"unreadable response to API {pending.api_key}: {e}")
+            pending._complete(None, error)
+            raise error from e  # the reader closes the connection
         pending._complete(response, None)
 
     def _expire(self, now: float) -> None:
