@@ -239,6 +239,10 @@ def test_processing_longer_than_session_timeout_keeps_membership(
     assert b.member.generation() == generation
     assert a.member.assignment() == assigned_a
     assert b.member.assignment() == assigned_b
+    # The coordinator agrees: it accepts commits carrying both members' ids and that
+    # generation (an expired member would get UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION).
+    a.member.commit({p: 1 for p in assigned_a})
+    b.member.commit({p: 2 for p in assigned_b})
     assert ledger.violations == []
     # no rebalance: each member heard one assignment and nothing else
     assert ledger.kinds("a").count("revoked") == 0
@@ -344,6 +348,9 @@ def test_static_member_restart_within_session_timeout_causes_no_rebalance(
     time.sleep(0.6)  # two heartbeat intervals: b would hear of a rebalance by now
     assert b.member.generation() == generation
     assert len(ledger.kinds("b")) == b_calls  # b saw nothing at all
+    # the coordinator agrees that both still belong to that generation
+    b.member.commit({p: 1 for p in b.member.assignment()})
+    a2.member.commit({p: 1 for p in assigned_a})
     assert_no_thread_errors(a2, b)
     a2.close()
     b.close()
