@@ -1,4 +1,7 @@
-"""Consumer-protocol payloads (Subscription/Assignment v0-v3, sticky and cooperative user data)."""
+"""Consumer-protocol payloads (Subscription/Assignment v0-v3, sticky and cooperative user
+data) and the Kafka wire codec (:mod:`~groupcoord.protocol.wire`: frames, headers, kio
+payloads; :mod:`~groupcoord.protocol.group_messages`: kio <-> coordinator messages;
+:mod:`~groupcoord.protocol.client`: the sans-IO client side of a connection)."""
 
 from groupcoord.protocol.consumer import (
     ASSIGNMENT_MAX_VERSION,

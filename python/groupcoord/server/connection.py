@@ -55,6 +55,9 @@ class Connection:
     async def run(self) -> None:
         writer_task = asyncio.ensure_future(self._write_replies())
         self._read_task = asyncio.ensure_future(self._read_requests())
+        # a writer that stops (the socket broke, a reply failed) ends the reading too:
+        # requests read after it could never be answered
+        writer_task.add_done_callback(self._stop_reading)
         try:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._read_task
@@ -73,11 +76,14 @@ class Connection:
             with contextlib.suppress(ConnectionError, OSError):
                 await self._writer.wait_closed()
 
+    def _stop_reading(self, _: object = None) -> None:
+        if self._read_task is not None:
+            self._read_task.cancel()
+
     def close(self, reason: str) -> None:
         """Stop reading and close (shutdown); replies already complete are still sent."""
         self._closing = True
-        if self._read_task is not None:
-            self._read_task.cancel()
+        self._stop_reading()
         log.debug("closing connection %s: %s", self.peer, reason)
 
     async def _read_requests(self) -> None:
@@ -131,7 +137,7 @@ class Connection:
                     raise
                 except Exception:
                     log.exception("request handling failed on %s", self.peer)
-                    self.close_reason = "internal error"
+                    self._abort("internal error")
                     return
             else:
                 data = item
@@ -139,7 +145,11 @@ class Connection:
                 continue
             assert isinstance(data, bytes)
             writer.write(data)
-            await writer.drain()
+            try:
+                await writer.drain()
+            except ConnectionError as e:
+                self._abort(f"write failed: {e}")
+                return
 
     def _cancel_unfinished(self) -> None:
         # the queue keeps its items (and _END): the writer still sends the finished ones

@@ -63,6 +63,8 @@ __all__ = [
     "LATEST_TIERED_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
+    "PRODUCER_BATCHES_RETAINED",
+    "STORED_LEADER_EPOCH",
     "TIMESTAMP_AFTER_MAX_MS",
     "AppendResult",
     "OffsetLookup",

@@ -288,6 +288,9 @@ def _walk_records(data: bytes, header: BatchHeader) -> Iterator[tuple[int, int]]
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """A zig-zag varint (or varlong) at ``pos``, and the position after it."""
+    if pos < end and data[pos] < 0x80:  # one byte: most lengths and deltas
+        byte = data[pos]
+        return (byte >> 1) ^ -(byte & 1), pos + 1
     shift = 0
     raw = 0
     while True:
