@@ -21,6 +21,7 @@ from groupcoord.errors import (
     MessageSizeTooLargeError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceNumberError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
@@ -29,6 +30,7 @@ from groupcoord.server.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
+    MAX_PARTITIONS_PER_REQUEST,
     MAX_TIMESTAMP,
     TIMESTAMP_AFTER_MAX_MS,
     TopicLog,
@@ -81,6 +83,9 @@ def test_create_topic_assigns_distinct_ids_and_partitions(new_log) -> None:
         log.create_topic("a", 3)
     with pytest.raises(InvalidPartitionsError):
         log.create_topic("c", 0)
+    with pytest.raises(PolicyViolationError):
+        log.create_topic("c", MAX_PARTITIONS_PER_REQUEST + 1)
+    assert log.topic("c") is None
 
 
 def test_topic_ids_are_drawn_again_on_collision(new_log) -> None:

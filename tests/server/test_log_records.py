@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 import hypothesis.strategies as st
+from crc32c import crc32c
 from hypothesis import given, settings
 from kafka.record.default_records import DefaultRecordBatch
 from log_batches import BASE_TS, build_batch, read_records
@@ -65,7 +66,10 @@ def test_kafka_python_batches_are_accepted_and_parsed_alike(records, producer, h
 @given(records=records_st, base=st.integers(0, 2**62), epoch=st.integers(-1, 2**31 - 1))
 def test_rewrite_changes_only_offsets_and_keeps_records(records, base, epoch) -> None:
     batch = build_batch(records)
-    stored = rewrite_for_append(batch, base_offset=base, partition_leader_epoch=epoch)
+    max_ts = parse_header(batch).max_timestamp
+    stored = rewrite_for_append(
+        batch, base_offset=base, partition_leader_epoch=epoch, max_timestamp=max_ts
+    )
     header = parse_header(stored)
     assert (header.base_offset, header.partition_leader_epoch) == (base, epoch)
     assert stored[16:] == batch[16:]
@@ -102,3 +106,23 @@ def test_base_timestamp_is_kept_for_record_timestamps() -> None:
     assert header.base_timestamp == BASE_TS + 5
     assert header.max_timestamp == BASE_TS + 5
     assert record_timestamps(batch, header) == [(0, BASE_TS + 5), (1, BASE_TS)]
+
+
+@given(records=records_st, stamps=st.data())
+def test_the_stored_max_timestamp_is_the_records_maximum(records, stamps) -> None:
+    """Producers may put any max timestamp in the header; the broker stores the true one."""
+    timestamps = stamps.draw(
+        st.lists(st.integers(0, 2**40), min_size=len(records), max_size=len(records))
+    )
+    batch = bytearray(build_batch(records, timestamps=timestamps))
+    lie = stamps.draw(st.integers(-1, 2**41))
+    batch[35:43] = lie.to_bytes(8, "big", signed=True)
+    batch[17:21] = crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    header = validate_produced_batch(bytes(batch), max_batch_bytes=1 << 20)
+    assert header.max_timestamp == max(timestamps)
+    stored = rewrite_for_append(
+        bytes(batch), base_offset=0, partition_leader_epoch=-1, max_timestamp=header.max_timestamp
+    )
+    assert DefaultRecordBatch(bytearray(stored)).validate_crc()
+    assert parse_header(stored).max_timestamp == max(timestamps)
+    assert stored[43:] == bytes(batch[43:])

@@ -12,9 +12,11 @@ makes a client fail clearly rather than retry forever):
 - Produce with ``acks=0``: :meth:`DataApis.handle` returns ``None``; the server sends no
   response (the client does not read one).
 - InitProducerId with a ``transactional_id`` (or 2PC), Produce with a ``transactional_id``
-  or a transactional batch: INVALID_REQUEST. Kafka clients treat it as fatal ("unexpected
-  error"), unlike COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR, which they retry until
-  their time-out.
+  or a transactional batch: INVALID_REQUEST. The Java client and kafka-python fail at once
+  ("unexpected error in InitProducerIdResponse"); librdkafka retries it until
+  ``init_transactions``' time-out and then reports INVALID_REQUEST. COORDINATOR_NOT_AVAILABLE
+  or NOT_COORDINATOR would be retried by all of them until their time-outs with no hint of
+  the cause; TRANSACTIONAL_ID_AUTHORIZATION_FAILED would blame ACLs that do not exist.
 - InitProducerId without a transactional id always hands out a fresh producer id with epoch
   0, as Kafka's transaction coordinator does (it ignores the id/epoch a client sends; an
   idempotent client bumps its epoch itself).
@@ -53,11 +55,19 @@ from groupcoord.errors import (
     InvalidRequiredAcksError,
     KafkaError,
     KafkaStorageError,
+    PolicyViolationError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
-from groupcoord.server.log import TIMESTAMP_AFTER_MAX_MS, TopicInfo, TopicLog
+from groupcoord.server.log import (
+    MAX_PARTITIONS_PER_REQUEST,
+    TIMESTAMP_AFTER_MAX_MS,
+    TopicInfo,
+    TopicLog,
+)
+from groupcoord.server.records import ZSTD, iter_batches
 
 __all__ = [
     "API_CREATE_TOPICS",
@@ -97,6 +107,10 @@ DATA_API_VERSIONS: Mapping[int, tuple[int, int]] = MappingProxyType(
 )
 
 _NO_THROTTLE = datetime.timedelta(0)
+#: KIP-110: zstd batches need Produce v7+ and Fetch v10+; older requests get
+#: UNSUPPORTED_COMPRESSION_TYPE for them, as from Kafka.
+_ZSTD_MIN_PRODUCE = 7
+_ZSTD_MIN_FETCH = 10
 _UNKNOWN_LEADER_EPOCH = -1
 _OPS_NOT_REQUESTED = -(2**31)
 # Authorized-operation bitfields when asked (no ACLs: everything a principal could do).
@@ -148,6 +162,8 @@ class DataApis:
         config: DataApiConfig,
         now_ms: Callable[[], int],
     ) -> None:
+        """``now_ms``: the broker's wall clock in Unix epoch milliseconds (record timestamps
+        are compared with it, so a monotonic clock would refuse every batch)."""
         self._log = log
         self._broker = broker
         self._config = config
@@ -294,10 +310,18 @@ class DataApis:
     def _create_topics(self, req: Any) -> object:
         mod = _response_module(req)
         names = [t.name for t in req.topics]
+        too_many = self._total_partitions(req.topics) > MAX_PARTITIONS_PER_REQUEST
         results = []
         for t in req.topics:
-            if names.count(t.name) > 1:
-                error: KafkaError | None = InvalidRequestError(
+            if too_many:
+                # Kafka's controller refuses the whole request, every topic alike.
+                error: KafkaError | None = PolicyViolationError(
+                    "Excessively large number of partitions per request."
+                )
+                partitions = replication = -1
+                info = None
+            elif names.count(t.name) > 1:
+                error = InvalidRequestError(
                     f"topic {t.name!r} appears more than once in the request"
                 )
                 partitions = replication = -1
@@ -342,6 +366,18 @@ class DataApis:
         except StoreError as e:
             return KafkaStorageError(str(e)), -1, -1, None
         return None, partitions, 1, info
+
+    def _total_partitions(self, topics: Any) -> int:
+        """Partitions a CreateTopics asks for in all (counted as Kafka's controller does)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self._config.auto_create_partitions or 1
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
 
     def _requested_partitions(self, t: Any) -> int:
         """The partition count a CreatableTopic asks for, validated as a 1-broker Kafka does."""
@@ -449,7 +485,7 @@ class DataApis:
                 if error is None:
                     assert name is not None
                     try:
-                        result = self._append(name, p.index, p.records)
+                        result = self._append(name, p.index, p.records, req.__version__)
                         base_offset, log_start = result
                     except KafkaError as e:
                         error = e
@@ -477,11 +513,17 @@ class DataApis:
             return None
         return _make(mod.ProduceResponse, responses=tuple(topics), throttle_time=_NO_THROTTLE)
 
-    def _append(self, topic: str, partition: int, records: bytes | None) -> tuple[int, int]:
+    def _append(
+        self, topic: str, partition: int, records: bytes | None, version: int
+    ) -> tuple[int, int]:
         """(base offset, log start offset) of one partition's produced batch."""
         if not self._log.topic(topic):
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
         data = bytes(records) if records is not None else b""
+        if version < _ZSTD_MIN_PRODUCE and _has_zstd(data):
+            raise UnsupportedCompressionTypeError(
+                f"produce v{version} cannot carry zstd batches (v{_ZSTD_MIN_PRODUCE}+ can)"
+            )
         try:
             result = self._log.append(topic, partition, data, now_ms=self._now_ms())
         except StoreError as e:
@@ -568,8 +610,14 @@ class DataApis:
                         records = result.records
                         high_watermark = result.high_watermark
                         log_start = result.log_start_offset
+                        if req.__version__ < _ZSTD_MIN_FETCH and _has_zstd(records):
+                            raise UnsupportedCompressionTypeError(
+                                f"fetch v{req.__version__} cannot carry zstd batches"
+                            )
                     except KafkaError as e:
                         error = e
+                        records = b""
+                        high_watermark = log_start = -1
                 if records:
                     # KIP-74: only the first partition with data may exceed the limits.
                     min_one = False
@@ -671,3 +719,7 @@ class DataApis:
                 _make(mod.ListOffsetsTopicResponse, name=t.name, partitions=tuple(partitions))
             )
         return _make(mod.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+
+def _has_zstd(records: bytes) -> bool:
+    return any(header.compression == ZSTD for header, _ in iter_batches(records))

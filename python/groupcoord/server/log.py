@@ -9,9 +9,12 @@ Kafka semantics followed (single broker, one replica, CreateTime topics, no rete
 
 - offsets are assigned densely by the log; the log start offset is always 0 and the high
   watermark (= last stable offset, there are no transactions) is the log end offset;
-- a produced batch is validated as Kafka's ``LogValidator`` does
-  (:func:`~groupcoord.server.records.validate_produced_batch`), stored as sent apart from
-  the base offset and partition leader epoch (-1, "unknown", as the Metadata answers say);
+- a produced batch is validated as Kafka's ``ProduceRequest`` and ``LogValidator`` do for
+  Produce v3+ (:func:`~groupcoord.server.records.validate_produced_batch`; a magic 0/1
+  message set is INVALID_RECORD there, not UNSUPPORTED_FOR_MESSAGE_FORMAT), stored as sent
+  apart from the base offset and partition leader epoch (-1, "unknown", as the Metadata
+  answers say); with the caller's ``now_ms``, timestamps more than an hour ahead are
+  INVALID_TIMESTAMP (Kafka 4's ``log.message.timestamp.after.max.ms``);
 - idempotent producers as Kafka 3.x's ``ProducerStateManager``: per (producer, partition)
   the epoch and the last five batches; a retry of one of them is answered with the
   original offset and not appended again; a stale epoch is INVALID_PRODUCER_EPOCH; a
@@ -39,6 +42,7 @@ from groupcoord.errors import (
     InvalidTopicError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceNumberError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -62,6 +66,7 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIERED_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "MAX_PARTITIONS_PER_REQUEST",
     "MAX_TIMESTAMP",
     "PRODUCER_BATCHES_RETAINED",
     "STORED_LEADER_EPOCH",
@@ -87,6 +92,10 @@ STORED_LEADER_EPOCH = -1
 #: Kafka 4's ``log.message.timestamp.after.max.ms`` default: how far ahead of the broker's
 #: clock a record timestamp may be.
 TIMESTAMP_AFTER_MAX_MS = 3_600_000
+#: Kafka's controller refuses to create more partitions than this in one request
+#: (``MAX_PARTITIONS_PER_BATCH``); the log applies it per topic, so that no request can make
+#: it allocate without bound.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 #: Kafka's ProducerStateManager keeps this many batches per producer for duplicate detection.
 PRODUCER_BATCHES_RETAINED = 5
 
@@ -214,9 +223,12 @@ class TopicLog:
         for existing in self._topics:
             if existing.replace(".", "_") == folded:
                 raise InvalidTopicError(f"topic {name!r} collides with existing topic {existing!r}")
-        if not 1 <= partitions <= _INT32_MAX:
-            raise InvalidPartitionsError(
-                f"number of partitions must be at least 1, not {partitions}"
+        if partitions < 1:
+            raise InvalidPartitionsError(f"number of partitions must be >= 1, not {partitions}")
+        if partitions > MAX_PARTITIONS_PER_REQUEST:
+            raise PolicyViolationError(
+                f"excessively large number of partitions: {partitions} requested, "
+                f"limit {MAX_PARTITIONS_PER_REQUEST}"
             )
 
     def create_topic(self, name: str, partitions: int) -> TopicInfo:
@@ -310,7 +322,10 @@ class TopicLog:
             last_offset=base_offset + header.last_offset_delta,
             max_timestamp=header.max_timestamp,
             data=rewrite_for_append(
-                records, base_offset=base_offset, partition_leader_epoch=STORED_LEADER_EPOCH
+                records,
+                base_offset=base_offset,
+                partition_leader_epoch=STORED_LEADER_EPOCH,
+                max_timestamp=header.max_timestamp,
             ),
         )
         self._store.append(stored, entry)

@@ -2,8 +2,8 @@
 
 The log stores batches exactly as producers sent them; the broker only rewrites fields the
 CRC does not cover (base offset, partition leader epoch) and, like Kafka's ``LogValidator``,
-normalises the timestamp type of a CreateTime topic (which changes the CRC, so it is
-recomputed). Layout (big-endian)::
+sets the timestamp type of a CreateTime topic and the records' true max timestamp (both
+under the CRC, so it is recomputed when the producer's values differ). Layout (big-endian)::
 
     0  base_offset i64          21 attributes i16         43 producer_id i64
     8  batch_length i32         23 last_offset_delta i32  51 producer_epoch i16
@@ -18,6 +18,7 @@ problems are CORRUPT_MESSAGE or INVALID_RECORD exactly where Kafka's ``ProduceRe
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ __all__ = [
     "HEADER_SIZE",
     "LOG_OVERHEAD",
     "NO_PRODUCER_ID",
+    "ZSTD",
     "BatchHeader",
     "iter_batches",
     "parse_header",
@@ -55,12 +57,14 @@ _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH = struct.Struct(">i")
 _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
+_MAX_TIMESTAMP = struct.Struct(">q")
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
-_ZSTD = 4
+#: Compression codec id of zstd (attributes bits 0-2).
+ZSTD = 4
 _INT32_MAX = 2**31 - 1
 
 
@@ -159,7 +163,10 @@ def iter_batches(data: bytes) -> Iterator[tuple[BatchHeader, bytes]]:
 
 
 def validate_produced_batch(data: bytes, *, max_batch_bytes: int) -> BatchHeader:
-    """Check that ``data`` is exactly one well-formed v2 batch a client may produce.
+    """Check that ``data`` is exactly one well-formed v2 batch a client may produce; its header.
+
+    For an uncompressed batch the returned ``max_timestamp`` is the records' actual maximum
+    (what the stored batch must carry); a compressed batch's is the producer's.
 
     Raises what Kafka answers a Produce v3+ with:
 
@@ -196,7 +203,7 @@ def validate_produced_batch(data: bytes, *, max_batch_bytes: int) -> BatchHeader
         )
     if crc32c(memoryview(data)[_CRC_START:size]) != header.crc:
         raise CorruptMessageError("record batch CRC-32C mismatch")
-    if header.compression > _ZSTD:
+    if header.compression > ZSTD:
         raise UnsupportedCompressionTypeError(f"unknown compression codec {header.compression}")
     if header.is_control:
         raise InvalidRecordError("clients are not allowed to write control records")
@@ -214,9 +221,10 @@ def validate_produced_batch(data: bytes, *, max_batch_bytes: int) -> BatchHeader
     if header.compression == 0:
         # Compressed record sets are stored unopened (the broker does not need their
         # contents); uncompressed ones are checked record by record so that a consumer never
-        # receives offsets outside the batch's range.
-        for _ in _walk_records(data, header):
-            pass
+        # receives offsets outside the batch's range, and their max timestamp is the records'
+        # own maximum, which Kafka's LogValidator writes back into the batch.
+        max_delta = max(ts_delta for _, ts_delta in _walk_records(data, header))
+        return dataclasses.replace(header, max_timestamp=header.base_timestamp + max_delta)
     return header
 
 
@@ -230,19 +238,24 @@ def record_timestamps(data: bytes, header: BatchHeader) -> list[tuple[int, int]]
     ]
 
 
-def rewrite_for_append(data: bytes, *, base_offset: int, partition_leader_epoch: int) -> bytes:
-    """The batch as the log stores it: server-assigned base offset and leader epoch.
+def rewrite_for_append(
+    data: bytes, *, base_offset: int, partition_leader_epoch: int, max_timestamp: int
+) -> bytes:
+    """The batch as the log stores it: server-assigned base offset and leader epoch, CreateTime
+    and ``max_timestamp`` (what :func:`validate_produced_batch` found), as Kafka's
+    ``LogValidator`` leaves a batch of a CreateTime topic (every groupcoord topic is one).
 
-    A batch flagged LogAppendTime is turned into CreateTime (as Kafka does for a CreateTime
-    topic, and every groupcoord topic is CreateTime); that flips an attribute bit under the
-    CRC, so the CRC is recomputed only then.
+    Base offset and leader epoch are outside the CRC; the timestamp type and max timestamp
+    are under it, so the CRC is recomputed only when the producer's values differ.
     """
     out = bytearray(data)
     _BASE_OFFSET.pack_into(out, 0, base_offset)
     _LEADER_EPOCH.pack_into(out, 12, partition_leader_epoch)
     (attributes,) = _ATTRIBUTES.unpack_from(out, _CRC_START)
-    if attributes & _TIMESTAMP_TYPE_BIT:
+    (sent_max_timestamp,) = _MAX_TIMESTAMP.unpack_from(out, 35)
+    if attributes & _TIMESTAMP_TYPE_BIT or sent_max_timestamp != max_timestamp:
         _ATTRIBUTES.pack_into(out, _CRC_START, attributes & ~_TIMESTAMP_TYPE_BIT)
+        _MAX_TIMESTAMP.pack_into(out, 35, max_timestamp)
         _CRC.pack_into(out, 17, crc32c(memoryview(out)[_CRC_START:]))
     return bytes(out)
 
