@@ -15,14 +15,14 @@ key type 0). Failures surface as typed :mod:`groupcoord.errors` exceptions: a lo
 refused connection is :class:`BrokerConnectionError` (Kafka's retriable
 ``NETWORK_EXCEPTION``), an unanswered request :class:`~groupcoord.errors.RequestTimedOutError`.
 
-Payloads go through :mod:`groupcoord.protocol.wire` (the project's one Kafka codec).
+Frames go through :class:`~groupcoord.protocol.client.ClientCodec` (the project's one Kafka
+codec, :mod:`groupcoord.protocol.wire`); this module adds only sockets and threads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import random
 import select
 import socket
@@ -41,13 +41,8 @@ from groupcoord.errors import (
     RequestTimedOutError,
     UnsupportedVersionError,
 )
-from groupcoord.protocol.wire import (
-    FrameBuffer,
-    MalformedFrameError,
-    decode_response,
-    encode_request,
-    kio_version_range,
-)
+from groupcoord.protocol.client import ClientCodec
+from groupcoord.protocol.wire import kio_version_range
 
 __all__ = [
     "API_VERSIONS",
@@ -242,7 +237,9 @@ class BrokerConnection:
         self._send_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._in_flight: dict[int, PendingResponse] = {}
-        self._correlation_ids = itertools.count(1)
+        # Correlation ids, framing and decoding by each request's schema (guarded by
+        # _state_lock: senders encode, the reader decodes).
+        self._codec = ClientCodec(client_id)
         self._closed = threading.Event()
         self._close_error: KafkaError | None = None
         self._reader: threading.Thread | None = None
@@ -397,14 +394,13 @@ class BrokerConnection:
             if self._closed.is_set():
                 assert self._close_error is not None
                 raise type(self._close_error)(self._close_error.message)
-            correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+            correlation_id, frame = self._codec.encode(request)
             pending = PendingResponse(
                 api_key, version, correlation_id, time.monotonic() + timeout / 1000
             )
             self._in_flight[correlation_id] = pending
             sock = self._sock
         assert sock is not None
-        frame = encode_request(api_key, version, correlation_id, self.client_id, request)
         try:
             with self._send_lock:
                 sock.sendall(frame)
@@ -414,7 +410,6 @@ class BrokerConnection:
         return pending
 
     def _read_loop(self, sock: socket.socket) -> None:
-        frames = FrameBuffer()
         try:
             while not self._closed.is_set():
                 readable, _, _ = select.select([sock], [], [], _READER_TICK_S)
@@ -423,31 +418,24 @@ class BrokerConnection:
                     if not data:
                         self.close(BrokerConnectionError("the broker closed the connection"))
                         return
-                    for frame in frames.feed(data):
-                        self._dispatch(frame)
+                    self._dispatch(data)
                 self._expire(time.monotonic())
         except (OSError, ValueError) as e:
             # OSError: socket closed under us; ValueError: select on a closed fd.
             self.close(BrokerConnectionError(f"connection lost: {e}"))
         except KafkaError as e:
-            # A frame we cannot read: nothing after it on this stream can be trusted.
+            # A frame we cannot read: nothing after it on this stream can be trusted, so
+            # its request fails with all the others.
             self.close(BrokerConnectionError(f"unreadable response: {e}"))
 
-    def _dispatch(self, frame: bytes) -> None:
-        if len(frame) < 4:
-            raise MalformedFrameError(f"response frame of {len(frame)} bytes")
-        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+    def _dispatch(self, data: bytes) -> None:
         with self._state_lock:
-            pending = self._in_flight.pop(correlation_id, None)
-        if pending is None:
-            raise MalformedFrameError(f"response to unknown correlation id {correlation_id}")
-        try:
-            _cid, response = decode_response(pending.api_key, pending.version, frame)
-        except KafkaError as e:
-            error = BrokerConnectionError(f"unreadable response to API {pending.api_key}: {e}")
-            pending._complete(None, error)
-            raise error from e  # the reader closes the connection
-        pending._complete(response, None)
+            received = self._codec.feed(data)
+            answered = [(self._in_flight.pop(r.correlation_id, None), r) for r in received]
+        for pending, r in answered:
+            # None: the request timed out meanwhile (and the connection is closing).
+            if pending is not None:
+                pending._complete(r.response, None)
 
     def _expire(self, now: float) -> None:
         with self._state_lock:
