@@ -33,6 +33,7 @@ from groupcoord.errors import (
     CoordinatorNotAvailableError,
     GroupcoordError,
     KafkaError,
+    NetworkException,
     RequestTimedOutError,
 )
 from groupcoord.member.config import MemberConfig
@@ -149,7 +150,8 @@ class GroupMember:
         self._discovery_backoff = RetryBackoff(retry_backoff_ms, max(retry_backoff_ms, 1000))
         self._next_discovery_ms = 0
         self._metadata_backoff = RetryBackoff(retry_backoff_ms, max(retry_backoff_ms, 1000))
-        self._next_metadata_ms = 0
+        self._next_metadata_ms = 0  # when the periodic refresh (metadata.max.age.ms) is due
+        self._metadata_retry_ms = 0  # no refresh before this, after a failed one
         self._thread_error: BaseException | None = None
         self._closed = False
         self._closing = False
@@ -318,10 +320,12 @@ class GroupMember:
 
     def _raise_if_failed(self) -> None:
         # Caller holds the lock.
-        if self._thread_error is not None:
-            raise MemberThreadError(
-                f"the heartbeat thread failed: {self._thread_error!r}"
-            ) from self._thread_error
+        error = self._thread_error
+        if isinstance(error, GroupcoordError):
+            # e.g. GROUP_AUTHORIZATION_FAILED while looking the coordinator up
+            raise error
+        if error is not None:
+            raise MemberThreadError(f"the heartbeat thread failed: {error!r}") from error
         fatal = self._machine.fatal_error
         if fatal is not None:
             raise fatal
@@ -377,7 +381,10 @@ class GroupMember:
             wanted_topics = self._machine.metadata_topics()
         if lookup_due and _now_ms() >= self._next_discovery_ms:
             self._discover_coordinator()
-        if _now_ms() >= self._next_metadata_ms or not wanted_topics <= self._fetched_topics:
+        now = _now_ms()
+        if now >= self._metadata_retry_ms and (
+            now >= self._next_metadata_ms or not wanted_topics <= self._fetched_topics
+        ):
             self._refresh_metadata(wanted_topics)
         self._wake.clear()
         with self._lock:
@@ -397,7 +404,7 @@ class GroupMember:
             self._send(request)
         if requests or lost is not None:
             return  # go round again at once: a send may have failed or completed already
-        wake_at = [self._next_metadata_ms]
+        wake_at = [max(self._next_metadata_ms, self._metadata_retry_ms)]
         if machine_deadline is not None:
             if self._coordinator is None:
                 # The machine wants a lookup; our own backoff decides when to retry it.
@@ -439,9 +446,10 @@ class GroupMember:
         except KafkaError as e:
             if not e.retriable:
                 raise
-            self._next_metadata_ms = _now_ms() + self._metadata_backoff.next_ms()
+            self._metadata_retry_ms = _now_ms() + self._metadata_backoff.next_ms()
             return
         self._metadata_backoff.reset()
+        self._metadata_retry_ms = 0
         self._fetched_topics = topics
         self._next_metadata_ms = _now_ms() + self._metadata_max_age_ms
         with self._lock:
@@ -480,10 +488,16 @@ class GroupMember:
             if error is not None:
                 self._machine.request_failed(request, type(error), now)
                 continue
-            response: AnyResponse = from_kio_response(
-                request.API_KEY,
-                request.version,
-                pending.result(0),
-                correlation=request.correlation,
-            )
+            try:
+                response: AnyResponse = from_kio_response(
+                    request.API_KEY,
+                    request.version,
+                    pending.result(0),
+                    correlation=request.correlation,
+                )
+            except (GroupcoordError, ValueError, TypeError):
+                # A response our messages refuse (values out of range): the coordinator
+                # cannot be trusted, so treat it as a broken connection and look again.
+                self._machine.request_failed(request, NetworkException, now)
+                continue
             self._machine.receive(response, now)
