@@ -50,7 +50,14 @@ def test_eager_members_revoke_everything_before_anyone_is_assigned(
     a = Poller(make_member(assignors=[RangeAssignor()], listener=ledger.listener("a")))
     wait_until(lambda: a.assignment == ALL, 10, "a alone owns everything")
     b = Poller(make_member(assignors=[RangeAssignor()], listener=ledger.listener("b")))
-    wait_until(lambda: balanced(a, b), 15, "a and b share the partitions")
+    wait_until(
+        lambda: (
+            balanced(a, b)
+            and all(ledger.owned_by(n) == p.member.assignment() for n, p in (("a", a), ("b", b)))
+        ),
+        15,
+        "a and b share the partitions, and have heard so",
+    )
     assert ledger.violations == []
     a_calls = [(kind, parts) for who, kind, parts in ledger.calls if who == "a"]
     # eager: a gave up all six, then got its share back as one whole assignment
