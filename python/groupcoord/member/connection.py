@@ -649,29 +649,3 @@ class KafkaClient:
         with self._lock:
             self._brokers.setdefault(address.node_id, address)
         return address
-
-    def find_coordinator_with_backoff(
-        self,
-        group_id: str,
-        deadline: float,
-        *,
-        backoff: RetryBackoff,
-        stop: threading.Event,
-    ) -> BrokerAddress | None:
-        """Retry :meth:`find_coordinator` on retriable errors until it succeeds, ``deadline``
-        (``time.monotonic()``) passes or ``stop`` is set (then ``None``). Non-retriable
-        errors (GROUP_AUTHORIZATION_FAILED...) are raised."""
-        while not stop.is_set():
-            try:
-                address = self.find_coordinator(group_id)
-            except KafkaError as e:
-                if not e.retriable:
-                    raise
-            else:
-                backoff.reset()
-                return address
-            wait_s = backoff.next_ms() / 1000
-            if time.monotonic() + wait_s > deadline:
-                return None
-            stop.wait(wait_s)
-        return None
