@@ -4,6 +4,8 @@ against a real ``groupcoord serve`` subprocess."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -208,3 +210,44 @@ def test_unreachable_bootstrap_polls_empty_and_closes_promptly() -> None:
         started = time.monotonic()
         member.close(timeout_ms=2000)
         assert time.monotonic() - started < 5, "close() hung"
+
+
+_CHILD = """
+import sys, time
+from groupcoord.assignors import CooperativeStickyAssignor
+from groupcoord.member import GroupMember
+m = GroupMember(sys.argv[1], "g", ["t"], [CooperativeStickyAssignor()],
+                session_timeout_ms=1500, heartbeat_interval_ms=300, max_poll_interval_ms=60000)
+while len(m.poll(1000)) != 3:
+    pass
+print("stable", flush=True)
+while True:
+    m.poll(1000)
+    time.sleep(0.05)
+"""
+
+
+def test_a_killed_member_is_expired_after_its_session_timeout(
+    server: Any, make_member: Callable[..., GroupMember]
+) -> None:
+    """The other side of KIP-62: heartbeats stop only when the process does."""
+    mine = Poller(make_member())
+    wait_until(lambda: mine.assignment == ALL, 10, "the member to own everything")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, server.bootstrap], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "stable"
+        wait_until(lambda: len(mine.member.assignment()) == 3, 10, "the partitions to be shared")
+        child.kill()  # no LeaveGroup, no more heartbeats
+        child.wait()
+        wait_until(lambda: mine.member.assignment() == ALL, 10, "the dead member to expire")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    assert mine.error is None
+    mine.close()
