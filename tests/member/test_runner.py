@@ -476,8 +476,9 @@ def test_mixed_group_with_kafka_python_keeps_ownership_exclusive(
     sampler.start()
     try:
         steps: list[Callable[[], None]] = [
-            lambda: ours.__setitem__("a", Poller(make_member(listener=ledger.listener("a")))),
+            # k1 (kafka-python) leads first; once it leaves, one of ours does
             lambda: theirs.__setitem__("k1", KafkaPythonMember(server.bootstrap, ledger, "k1")),
+            lambda: ours.__setitem__("a", Poller(make_member(listener=ledger.listener("a")))),
             lambda: ours.__setitem__("b", Poller(make_member(listener=ledger.listener("b")))),
             lambda: theirs.__setitem__("k2", KafkaPythonMember(server.bootstrap, ledger, "k2")),
             lambda: theirs.pop("k1").close(),
