@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from groupcoord.assignors.base import Assignor
 from groupcoord.coordinator import GroupCoordinator, MemoryOffsetStore, SequentialMemberIds
 from groupcoord.coordinator.messages import AnyRequest, AnyResponse
+from groupcoord.errors import NetworkException
 from groupcoord.member.config import MemberConfig
 from groupcoord.member.listener import CallbackKind, ListenerCall
 from groupcoord.member.machine import MemberMachine
@@ -96,7 +97,11 @@ class Cluster:
         partitions_per_topic: Mapping[str, int],
         *,
         coordinator_settings: Mapping[str, object] | None = None,
+        exclusive: bool = True,
     ) -> None:
+        """``exclusive=False`` skips the one-owner check, for scenarios that break it on
+        purpose (two live processes with one group.instance.id: the zombie is fenced only at
+        its next heartbeat)."""
         settings: dict[str, object] = {
             "group.initial.rebalance.delay.ms": 0,
             "group.min.session.timeout.ms": 10,
@@ -112,6 +117,7 @@ class Cluster:
         self.sent: list[tuple[int, str, AnyRequest]] = []
         self._routes: dict[tuple[str, object], str] = {}
         self.drop_to: set[str] = set()
+        self.exclusive = exclusive
 
     # ------------------------------------------------------------------ membership
 
@@ -148,9 +154,13 @@ class Cluster:
         while True:
             self._settle()
             deadline = self._next_deadline()
-            if deadline is None or deadline > end_ms:
+            if deadline is None:
                 break
-            self.now = max(deadline, self.now + 1) if deadline <= self.now else deadline
+            # a deadline already due after settling means "again, a moment later"
+            step = max(deadline, self.now + 1)
+            if step > end_ms:
+                break
+            self.now = step
         if end_ms > self.now:
             self.now = end_ms
             self._settle()
@@ -164,7 +174,8 @@ class Cluster:
         if coordinator_deadline is not None:
             candidates.append(coordinator_deadline)
         for m in self.live():
-            candidates.append(m.next_poll_ms)
+            if m.machine.state is not MemberState.CLOSED:
+                candidates.append(m.next_poll_ms)
             d = m.machine.next_deadline()
             if d is not None:
                 candidates.append(d)
@@ -187,6 +198,8 @@ class Cluster:
                     moved = True
                     self.sent.append((self.now, m.name, request))
                     if m.name in self.drop_to:
+                        # unreachable coordinator: the connection attempt fails
+                        machine.request_failed(request, NetworkException, self.now)
                         continue
                     token = (m.name, request.correlation)
                     wrapped = dataclasses.replace(request, correlation=token)  # type: ignore[type-var]
@@ -226,7 +239,7 @@ class Cluster:
 
     def _check_handover(self, new_owner: SimMember, partitions: frozenset[TopicPartition]) -> None:
         for other in self.live():
-            if other is new_owner:
+            if other is new_owner or not self.exclusive:
                 continue
             held = other.view & partitions
             if not held:
@@ -262,6 +275,8 @@ class Cluster:
             member.fatal_seen.append(member.machine.fatal_error)
 
     def _check_exclusive(self) -> None:
+        if not self.exclusive:
+            return
         seen: dict[TopicPartition, str] = {}
         for m in self.live():
             for tp in m.machine.assignment:

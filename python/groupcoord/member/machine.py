@@ -131,6 +131,8 @@ class _PendingLeave:
 class _QueuedCommit:
     handle: CommitHandle
     not_before_ms: int = 0
+    #: answered REBALANCE_IN_PROGRESS: wait for a generation newer than the one it carried
+    min_generation: int = -1
 
 
 @dataclass(slots=True)
@@ -273,8 +275,8 @@ class MemberMachine:
         """The runner (re)discovered the group coordinator and can reach it."""
         if not self._f.coordinator_known:
             self._f.coordinator_known = True
-            # A session clock starts afresh with a new coordinator connection.
-            self._t.last_heartbeat_ack_ms = now_ms
+            # Heartbeat at once; the session clock keeps running from the last answer (a
+            # member that was cut off longer than a session has been expired meanwhile).
             self._t.heartbeat_due_ms = now_ms
 
     def coordinator_lost(self, now_ms: int) -> None:
@@ -375,8 +377,9 @@ class MemberMachine:
             return
         was = self.state
         if was is not MemberState.FATAL and self.assignment:
-            kind = CallbackKind.LOST if self._generation_lost() else CallbackKind.REVOKED
-            self._queue_callback(kind, self.assignment, gate=True)
+            lost = self._generation_lost()
+            kind = CallbackKind.LOST if lost else CallbackKind.REVOKED
+            self._queue_callback(kind, self.assignment, gate=not lost)
             self.assignment = frozenset()
         if (
             was not in (MemberState.FATAL, MemberState.UNJOINED)
@@ -488,7 +491,11 @@ class MemberMachine:
                 candidates.append(t.last_heartbeat_ack_ms + self.config.session_timeout_ms)
             if f.joining and self._join_sendable_except_time():
                 candidates.append(t.join_retry_ms)
-            candidates.extend(q.not_before_ms for q in self._commits if self._commit_sendable())
+            candidates.extend(
+                q.not_before_ms
+                for q in self._commits
+                if self._commit_sendable() and self._generation_id >= q.min_generation
+            )
             candidates.extend(q.not_before_ms for q in self._fetches)
         if self.state in HEARTBEAT_STATES and not f.poll_expired:
             candidates.append(t.last_poll_ms + self.config.max_poll_interval_ms)
@@ -507,10 +514,7 @@ class MemberMachine:
                 f.coordinator_known
                 and now_ms >= t.last_heartbeat_ack_ms + self.config.session_timeout_ms
             ):
-                log.info(
-                    "group %s: no heartbeat answer within the session timeout", self.config.group_id
-                )
-                self.coordinator_lost(now_ms)
+                self._on_session_timeout(now_ms)
         if (
             t.scheduled_rejoin_ms is not None
             and self.state is MemberState.STABLE
@@ -518,6 +522,21 @@ class MemberMachine:
         ):
             t.scheduled_rejoin_ms = None
             self._request_rejoin("scheduled rebalance after a static member's departure (KIP-415)")
+
+    def _on_session_timeout(self, now_ms: int) -> None:
+        # No heartbeat answer for a whole session: the coordinator has expired us by now, so
+        # our partitions may be someone else's. Report them lost at once (as librdkafka does;
+        # Java only marks the coordinator unknown and learns it from the next answer).
+        log.warning(
+            "group %s: no heartbeat answer within the session timeout", self.config.group_id
+        )
+        self._reset_generation(lost=True)
+        self._forget_group_requests()
+        self._pending_sync = None
+        self._set_state(MemberState.UNJOINED)
+        self._f.joining = False
+        self._request_rejoin("session timed out without a heartbeat answer")
+        self.coordinator_lost(now_ms)
 
     def _on_poll_timeout(self, now_ms: int) -> None:
         log.warning("group %s: %s", self.config.group_id, _REASON_POLL_TIMEOUT)
@@ -538,7 +557,7 @@ class MemberMachine:
             return
         keep: list[_QueuedCommit] = []
         for queued in self._commits:
-            if queued.not_before_ms > now_ms:
+            if queued.not_before_ms > now_ms or self._generation_id < queued.min_generation:
                 keep.append(queued)
                 continue
             correlation = next(self._correlations)
@@ -855,7 +874,8 @@ class MemberMachine:
             return
         kinds = set(errors.values())
         if RebalanceInProgressError in kinds:
-            self._commits.append(_QueuedCommit(handle))  # goes out once stable again
+            # Goes out again once a rebalance has completed (a newer generation is stable).
+            self._commits.append(_QueuedCommit(handle, min_generation=request.generation_id + 1))
             if self.state is MemberState.STABLE:
                 self._request_rejoin("offset commit found the group rebalancing")
         elif any(issubclass(k, _COORDINATOR_ERRORS) for k in kinds):
@@ -943,7 +963,9 @@ class MemberMachine:
         self.member_id = ""
         self._f.is_leader = False
         if lost and self.assignment:
-            self._queue_callback(CallbackKind.LOST, self.assignment, gate=True)
+            # Not a gate: lost partitions are gone whatever the application does, and a
+            # LeaveGroup after a poll timeout must not wait for the stalled application.
+            self._queue_callback(CallbackKind.LOST, self.assignment, gate=False)
             self.assignment = frozenset()
 
     def _forget_group_requests(self) -> None:
@@ -956,6 +978,10 @@ class MemberMachine:
         self.fatal_error = error
         if self.state is not MemberState.CLOSED:
             self._set_state(MemberState.FATAL)
+        if self.assignment:
+            # Whatever we held is no longer ours to process (fenced, or never completed).
+            self._queue_callback(CallbackKind.LOST, self.assignment, gate=False)
+            self.assignment = frozenset()
         self._f.joining = False
         for queued in self._commits:
             queued.handle.fail(error)
