@@ -177,28 +177,53 @@ def _item(cls: type[Any], name: str) -> type[Any]:
     return item
 
 
-def _convert(hint: Any, value: Any) -> Any:
+Converter = Callable[[Any], Any]
+
+
+def _converter(hint: Any) -> Converter:
+    """How a value of ours becomes the kio field typed ``hint``."""
     inner, optional = _optional_inner(hint)
-    if value is None:
-        # a field that is nullable only in later versions: Kafka sends "" when absent
-        return None if optional or inner is not str else ""
+    # a field that is nullable only in later versions: Kafka sends "" when absent
+    none_as = None if optional or inner is not str else ""
     if inner is ErrorCode:
-        return ErrorCode(value)
+        return lambda value: none_as if value is None else ErrorCode(value)
     if isinstance(inner, type) and issubclass(inner, datetime.timedelta):
+        return _timedelta_converter(inner, none_as)
+    return lambda value: none_as if value is None else value
+
+
+def _timedelta_converter(kind: Any, none_as: Any) -> Converter:
+    parse = kind.parse  # kio's range check
+    zero = parse(datetime.timedelta(0))  # almost every value is a throttle time of 0
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return none_as
+        if value == 0:
+            return zero
         # microseconds=int is exact; milliseconds= goes through a float
-        return inner.parse(datetime.timedelta(microseconds=value * 1000))  # type: ignore[attr-defined]
-    return value
+        return parse(datetime.timedelta(microseconds=value * 1000))
+
+    return convert
+
+
+_PLANS: dict[type[Any], tuple[tuple[str, Converter], ...]] = {}
+
+
+def _plan(cls: type[Any]) -> tuple[tuple[str, Converter], ...]:
+    # per kio class, once: its fields and how to convert into each
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        plan = _PLANS[cls] = tuple(
+            (f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls)
+        )
+    return plan
 
 
 def _build(cls: type[Any], **values: Any) -> Any:
     """An instance of the kio class ``cls`` from the ``values`` its version has."""
-    hints = _hints(cls)
-    kwargs = {
-        f.name: _convert(hints[f.name], values[f.name])
-        for f in dataclasses.fields(cls)
-        if f.name in values
-    }
-    return cls(**kwargs)
+    return cls(**{name: convert(values[name]) for name, convert in _plan(cls) if name in values})
 
 
 def _ms(value: datetime.timedelta) -> int:
@@ -450,8 +475,18 @@ def _sync_response(cls: type[Any], r: Any) -> Any:
     )
 
 
+#: (kio class, error code) -> response: a heartbeat answer is one of a few immutable values
+_HEARTBEAT_RESPONSES: dict[tuple[type[Any], int], Any] = {}
+
+
 def _heartbeat_response(cls: type[Any], r: Any) -> Any:
-    return _build(cls, throttle_time=_ZERO, error_code=r.error_code)
+    key = (cls, r.error_code)
+    response = _HEARTBEAT_RESPONSES.get(key)
+    if response is None:
+        response = _HEARTBEAT_RESPONSES[key] = _build(
+            cls, throttle_time=_ZERO, error_code=r.error_code
+        )
+    return response
 
 
 def _leave_response(cls: type[Any], r: Any) -> Any:

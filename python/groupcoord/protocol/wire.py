@@ -15,11 +15,12 @@ Response header v0: ``int32 correlation_id``; v1 adds tagged fields.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Final
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
@@ -168,20 +169,32 @@ def kio_version_range(api_key: int) -> tuple[int, int] | None:
     return min(versions), max(versions)
 
 
-@cache
+# Schema classes by (api_key, version). Only hits are kept: any peer can send any pair,
+# and caching misses would let it grow the dictionary without bound.
+_CLASSES: dict[tuple[int, int, EntityType], type[Any]] = {}
+
+
+def _schema_class(api_key: int, version: int, kind: EntityType) -> type[Any] | None:
+    cls = _CLASSES.get((api_key, version, kind))
+    if cls is not None:
+        return cls
+    try:
+        if kind is EntityType.request:
+            cls = load_request_schema(api_key, version)
+        else:
+            cls = load_response_schema(api_key, version)
+    except KioIndexError:
+        return None
+    _CLASSES[(api_key, version, kind)] = cls
+    return cls
+
+
 def _request_class(api_key: int, version: int) -> type[Any] | None:
-    try:
-        return load_request_schema(api_key, version)
-    except KioIndexError:
-        return None
+    return _schema_class(api_key, version, EntityType.request)
 
 
-@cache
 def _response_class(api_key: int, version: int) -> type[Any] | None:
-    try:
-        return load_response_schema(api_key, version)
-    except KioIndexError:
-        return None
+    return _schema_class(api_key, version, EntityType.response)
 
 
 def request_header_version(api_key: int, version: int) -> int | None:
@@ -266,6 +279,10 @@ def _skip_tagged_fields(data: bytes, pos: int) -> int:
 # --------------------------------------------------------------------------------------
 
 
+#: (api_key, version) -> request header version; the hot path's lookup
+_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
+
+
 def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     """The request header of a frame body and the offset of its payload.
 
@@ -277,7 +294,11 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
         raise MalformedFrameError(f"request header needs 8 bytes, frame has {len(frame)}")
     api_key, api_version, correlation_id = _HEADER_V0.unpack_from(frame, 0)
     pos = _HEADER_V0.size
-    header_version = request_header_version(api_key, api_version)
+    header_version = _HEADER_VERSIONS.get((api_key, api_version))
+    if header_version is None:
+        header_version = request_header_version(api_key, api_version)
+        if header_version is not None:  # bounded: only (api, version) pairs kio has
+            _HEADER_VERSIONS[(api_key, api_version)] = header_version
     client_id: str | None = None
     if header_version is None or header_version >= 1:
         if len(frame) < pos + 2:
@@ -295,7 +316,8 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
         elif length != -1:
             raise MalformedFrameError(f"client id length {length} is negative")
     if header_version == 2:
-        pos = _skip_tagged_fields(frame, pos)
+        # almost always no tagged fields: one zero byte
+        pos = pos + 1 if frame[pos : pos + 1] == b"\x00" else _skip_tagged_fields(frame, pos)
     header = RequestHeader(
         api_key=api_key,
         api_version=api_version,
@@ -396,10 +418,37 @@ def encode_response(header: RequestHeader, response: object) -> bytes:
     cls = _payload_class(response, EntityType.response)
     header_version = response_header_version(cls.__api_key__, cls.__version__)
     assert header_version is not None  # the class exists, so kio knows it
+    body = encode_response_header(header.correlation_id, header_version) + _payload(cls, response)
+    return encode_frame(body)
+
+
+#: Encoded payloads of responses without nested entities or arrays (Heartbeat, SyncGroup,
+#: FindCoordinator v0-v3...): the few distinct ones recur, and kio's writer is Python.
+_FLAT_PAYLOADS: dict[type[Any], dict[Any, bytes] | None] = {}
+_FLAT_PAYLOADS_PER_CLASS: Final = 64
+
+
+def _is_flat(cls: type[Any]) -> bool:
+    return all(
+        "kafka_type" in f.metadata and not isinstance(f.default, tuple)
+        for f in dataclasses.fields(cls)
+    ) and not any(typing.get_origin(h) is tuple for h in typing.get_type_hints(cls).values())
+
+
+def _payload(cls: type[Any], response: Any) -> bytes:
+    if cls not in _FLAT_PAYLOADS:
+        _FLAT_PAYLOADS[cls] = {} if _is_flat(cls) else None
+    cache = _FLAT_PAYLOADS[cls]
+    if cache is not None:
+        cached = cache.get(response)
+        if cached is not None:
+            return cached
     buf = io.BytesIO()
-    buf.write(encode_response_header(header.correlation_id, header_version))
     _writer(cls)(buf, response)
-    return encode_frame(buf.getvalue())
+    payload = buf.getvalue()
+    if cache is not None and len(cache) < _FLAT_PAYLOADS_PER_CLASS:
+        cache[response] = payload
+    return payload
 
 
 def peek_correlation_id(payload: bytes) -> int:

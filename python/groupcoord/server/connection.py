@@ -18,7 +18,7 @@ import logging
 from collections import deque
 
 from groupcoord.errors import InvalidRequestError
-from groupcoord.protocol.wire import parse_frame_size
+from groupcoord.protocol.wire import FrameBuffer
 from groupcoord.server.dispatch import Dispatcher, Reply
 
 __all__ = ["Connection"]
@@ -26,6 +26,7 @@ __all__ = ["Connection"]
 log = logging.getLogger("groupcoord.server")
 
 _END = object()  # queue sentinel: no more replies
+_READ_CHUNK = 256 * 1024
 
 
 class Connection:
@@ -88,27 +89,29 @@ class Connection:
 
     async def _read_requests(self) -> None:
         reader = self._reader
+        frames = FrameBuffer(self._max_frame_bytes)
         while not self._closing:
             try:
-                prefix = await reader.readexactly(4)
-                size = parse_frame_size(prefix, self._max_frame_bytes)
-                frame = await reader.readexactly(size)
-            except asyncio.IncompleteReadError:
-                return  # the client closed (possibly mid-frame)
-            except InvalidRequestError as e:
-                return self._abort(str(e))
+                data = await reader.read(_READ_CHUNK)
             except ConnectionError:
                 return
-            if self._closing:
-                return
+            if not data:
+                return  # the client closed (possibly mid-frame)
             try:
-                reply = self._dispatcher.dispatch(frame, self.client_host)
+                complete = frames.feed(data)
             except InvalidRequestError as e:
                 return self._abort(str(e))
-            except Exception as e:  # a handler bug must not take the server down
-                log.exception("request handling failed on %s", self.peer)
-                return self._abort(f"internal error: {type(e).__name__}")
-            self._push(reply)
+            for frame in complete:
+                if self._closing:
+                    return
+                try:
+                    reply = self._dispatcher.dispatch(frame, self.client_host)
+                except InvalidRequestError as e:
+                    return self._abort(str(e))
+                except Exception as e:  # a handler bug must not take the server down
+                    log.exception("request handling failed on %s", self.peer)
+                    return self._abort(f"internal error: {type(e).__name__}")
+                self._push(reply)
 
     def _push(self, item: Reply | object) -> None:
         self._replies.append(item)
@@ -120,36 +123,49 @@ class Connection:
 
     async def _write_replies(self) -> None:
         writer = self._writer
+        batch: list[bytes] = []  # replies ready back to back go out in one send
         while True:
             while not self._replies:
                 self._more.clear()
                 await self._more.wait()
             item = self._replies.popleft()
             if item is _END:
+                if batch:
+                    writer.write(b"".join(batch))
+                    await writer.drain()
                 return
             if isinstance(item, asyncio.Future):
                 self._current = item
                 try:
                     data = await item
                 except asyncio.CancelledError:
-                    if item.cancelled():
-                        continue  # given up on at close
-                    raise
+                    if not item.cancelled():
+                        raise
+                    data = None  # given up on at close
                 except Exception:
                     log.exception("request handling failed on %s", self.peer)
                     self._abort("internal error")
                     return
             else:
                 data = item
-            if data is None:
+            if data is not None:
+                assert isinstance(data, bytes)
+                batch.append(data)
+            if not batch or self._next_is_ready():
                 continue
-            assert isinstance(data, bytes)
-            writer.write(data)
+            writer.write(b"".join(batch) if len(batch) > 1 else batch[0])
+            batch.clear()
             try:
                 await writer.drain()
             except ConnectionError as e:
                 self._abort(f"write failed: {e}")
                 return
+
+    def _next_is_ready(self) -> bool:
+        if not self._replies:
+            return False
+        item = self._replies[0]
+        return not isinstance(item, asyncio.Future) or item.done()
 
     def _cancel_unfinished(self) -> None:
         # the queue keeps its items (and _END): the writer still sends the finished ones

@@ -167,6 +167,7 @@ class Dispatcher:
                 header.api_key,
                 header.api_version,
                 request,
+                correlation=self.groups.new_correlation(),
                 client_id=header.client_id or "",
                 client_host=client_host,
             )
@@ -175,8 +176,10 @@ class Dispatcher:
             error = e if isinstance(e, KafkaError) else InvalidRequestError(str(e))
             kio_response = group_error_response(header, request, type(error))
             return encode_response(header, kio_response)
-        future = self.groups.submit(ours)
-        reply: asyncio.Future[bytes | None] = future.get_loop().create_future()
+        answered = self.groups.submit(ours)
+        if not isinstance(answered, asyncio.Future):
+            return self._encode_group(header, request, answered)
+        reply: asyncio.Future[bytes | None] = answered.get_loop().create_future()
 
         def encode(done: asyncio.Future[AnyResponse]) -> None:
             if reply.done():
@@ -184,18 +187,20 @@ class Dispatcher:
             if done.cancelled():
                 reply.cancel()
                 return
-            try:
-                reply.set_result(encode_response(header, to_kio_response(done.result())))
-            except Exception:  # a bug: log it, answer with an error, keep the connection
-                log.exception("cannot encode a response to api %d", header.api_key)
-                reply.set_result(
-                    encode_response(
-                        header, group_error_response(header, request, UnknownServerError)
-                    )
-                )
+            reply.set_result(self._encode_group(header, request, done.result()))
 
-        future.add_done_callback(encode)
+        answered.add_done_callback(encode)
         return reply
+
+    @staticmethod
+    def _encode_group(header: RequestHeader, request: Any, response: AnyResponse) -> bytes:
+        try:
+            return encode_response(header, to_kio_response(response))
+        except Exception:  # a bug: log it, answer with an error, keep the connection
+            log.exception("cannot encode a response to api %d", header.api_key)
+            return encode_response(
+                header, group_error_response(header, request, UnknownServerError)
+            )
 
 
 def _fail_from(task: asyncio.Task[None], reply: asyncio.Future[bytes | None]) -> None:

@@ -69,6 +69,7 @@ class GroupGateway:
         self._partitions = partitions_per_topic
         self._pending: dict[int, asyncio.Future[AnyResponse]] = {}
         self._tokens = itertools.count(1)
+        self._last_token = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._closed = False
@@ -79,26 +80,42 @@ class GroupGateway:
         """Requests whose response the coordinator has not released yet."""
         return len(self._pending)
 
-    def submit(self, request: AnyRequest) -> asyncio.Future[AnyResponse]:
-        """The future response to ``request`` (resolved now or when the coordinator
-        releases it)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[AnyResponse] = loop.create_future()
+    def submit(self, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        """The response to ``request`` if the coordinator answers at once (most requests),
+        else a future resolved when it releases the response."""
         if self._closed:
-            future.cancel()
-            return future
+            cancelled: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
+            cancelled.cancel()
+            return cancelled
         if isinstance(request, OffsetCommitRequest):
-            return self._commit(request, future)
-        token = next(self._tokens)
-        self._pending[token] = future
-        self._release(
-            self.coordinator.handle(dataclasses.replace(request, correlation=token), self._now_ms())
+            return self._commit(request)
+        token = request.correlation
+        if not self._issued(token):
+            token = self.new_correlation()
+            request = dataclasses.replace(request, correlation=token)
+        assert isinstance(token, int)
+        return self._handle(token, request)
+
+    def new_correlation(self) -> int:
+        """A correlation token for a request about to be submitted (saves :meth:`submit`
+        copying the request to give it one)."""
+        self._last_token = next(self._tokens)
+        return self._last_token
+
+    def _issued(self, token: object) -> bool:
+        return (
+            isinstance(token, int) and 0 < token <= self._last_token and token not in self._pending
         )
+
+    def _handle(self, token: int, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        immediate = self._release(self.coordinator.handle(request, self._now_ms()), token)
+        if immediate is not None:
+            return immediate
+        future: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
+        self._pending[token] = future
         return future
 
-    def _commit(
-        self, request: OffsetCommitRequest, future: asyncio.Future[AnyResponse]
-    ) -> asyncio.Future[AnyResponse]:
+    def _commit(self, request: OffsetCommitRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
         known = self._partitions()
         topics = []
         for t in request.topics:
@@ -108,30 +125,36 @@ class GroupGateway:
             )
             if parts:
                 topics.append(dataclasses.replace(t, partitions=parts))
-        inner = dataclasses.replace(request, topics=tuple(topics))
-        token = next(self._tokens)
-        inner_future: asyncio.Future[AnyResponse] = future.get_loop().create_future()
-        self._pending[token] = inner_future
+        token = self.new_correlation()
+        inner = dataclasses.replace(request, topics=tuple(topics), correlation=token)
+        answered = self._handle(token, inner)
+        if not isinstance(answered, asyncio.Future):
+            assert isinstance(answered, OffsetCommitResponse)
+            return _with_unknown_partitions(request, answered)
+        merged: asyncio.Future[AnyResponse] = answered.get_loop().create_future()
 
         def merge(done: asyncio.Future[AnyResponse]) -> None:
-            if future.done():
+            if merged.done():
                 return
             if done.cancelled():
-                future.cancel()
+                merged.cancel()
                 return
             result = done.result()
             assert isinstance(result, OffsetCommitResponse)
-            future.set_result(_with_unknown_partitions(request, result))
+            merged.set_result(_with_unknown_partitions(request, result))
 
-        inner_future.add_done_callback(merge)
-        self._release(
-            self.coordinator.handle(dataclasses.replace(inner, correlation=token), self._now_ms())
-        )
-        return future
+        answered.add_done_callback(merge)
+        return merged
 
-    def _release(self, responses: list[AnyResponse]) -> None:
+    def _release(self, responses: list[AnyResponse], current: int = 0) -> AnyResponse | None:
+        """Resolve the futures of released responses; return the one for ``current`` (the
+        request being handled, which has no future yet)."""
+        immediate = None
         for response in responses:
             token = response.correlation
+            if token == current:
+                immediate = response
+                continue
             future = self._pending.pop(token, None) if isinstance(token, int) else None
             if future is None:
                 log.error("coordinator released a response nobody waits for: %r", response)
@@ -139,6 +162,7 @@ class GroupGateway:
             if not future.done():
                 future.set_result(response)
         self._arm_timer()
+        return immediate
 
     def _arm_timer(self) -> None:
         if self._closed:
