@@ -13,6 +13,7 @@ from groupcoord.member.handles import (
 from groupcoord.member.listener import CallbackKind, ListenerCall, RebalanceListener
 from groupcoord.member.machine import MemberMachine
 from groupcoord.member.protocol_choice import choose_protocol
+from groupcoord.member.runner import GroupMember
 from groupcoord.member.states import IllegalMemberTransition, MemberState
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "CommitFailedError",
     "CommitHandle",
     "FetchHandle",
+    "GroupMember",
     "IllegalMemberTransition",
     "ListenerCall",
     "MemberClosedError",

@@ -1,0 +1,502 @@
+"""GroupMember against a real ``groupcoord serve`` subprocess, in real time with short
+timeouts: KIP-62 (heartbeats while busy, max.poll.interval.ms), cooperative rebalancing as the
+listener sees it, KIP-345 static membership.
+
+Members run concurrently, each polled on its own thread (:class:`Poller`); a :class:`Ledger`
+checks partition ownership at every listener call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from groupcoord.assignors import CooperativeStickyAssignor
+from groupcoord.errors import FencedInstanceIdError
+from groupcoord.member import GroupMember, RebalanceListener
+from groupcoord.types import TopicPartition
+
+#: a coordinator that accepts short sessions and does not delay the first rebalance
+SERVER_ARGS = (
+    "--group-min-session-timeout-ms",
+    "1000",
+    "--group-initial-rebalance-delay-ms",
+    "0",
+    "--topic",
+    "t:6",
+)
+TOPIC = "t"
+ALL = frozenset(TopicPartition(TOPIC, p) for p in range(6))
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail the test naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+@dataclass
+class Ledger:
+    """Partition owners as the listener calls of every member say, checked on each call.
+
+    A partition may be assigned only when nobody owns it (its previous owner revoked it
+    first) and never to its owner again (cooperative members hear only what is new), a
+    member may revoke only what it owns, and revoked/lost are never empty. With
+    ``strict=False`` a partition may be given away while its owner has not yet heard that
+    it lost it (that is what "lost" means: the member was out of the group).
+    """
+
+    strict: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    owner: dict[TopicPartition, str] = field(default_factory=dict)
+    calls: list[tuple[str, str, frozenset[TopicPartition]]] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+
+    def listener(self, name: str) -> RebalanceListener:
+        return _Recording(self, name)
+
+    def record(self, name: str, kind: str, partitions: frozenset[TopicPartition]) -> None:
+        with self.lock:
+            self.calls.append((name, kind, partitions))
+            if kind == "assigned":
+                for p in partitions:
+                    holder = self.owner.get(p)
+                    if holder == name:
+                        self.violations.append(f"{p} assigned to {name} again")
+                    elif holder is not None and self.strict:
+                        self.violations.append(f"{p} assigned to {name} while {holder} owns it")
+                    self.owner[p] = name
+                return
+            if not partitions:
+                self.violations.append(f"{name}: {kind} called with no partitions")
+            for p in partitions:
+                holder = self.owner.get(p)
+                if holder == name:
+                    del self.owner[p]
+                elif kind == "revoked" or self.strict:
+                    self.violations.append(f"{name} {kind} {p} owned by {holder}")
+
+    def owned_by(self, name: str) -> frozenset[TopicPartition]:
+        with self.lock:
+            return frozenset(p for p, who in self.owner.items() if who == name)
+
+    def kinds(self, name: str) -> list[str]:
+        with self.lock:
+            return [kind for who, kind, _ in self.calls if who == name]
+
+
+class _Recording(RebalanceListener):
+    def __init__(self, ledger: Ledger, name: str) -> None:
+        self.ledger = ledger
+        self.name = name
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self.ledger.record(self.name, "revoked", partitions)
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.ledger.record(self.name, "assigned", partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.ledger.record(self.name, "lost", partitions)
+
+
+class Poller:
+    """Calls ``member.poll()`` in a loop on its own thread, like an application would.
+
+    :meth:`pause` stops polling for a while (the application is busy processing) without
+    stopping the member's heartbeat thread. The first exception ends the loop and is kept
+    in :attr:`error`.
+    """
+
+    def __init__(self, member: GroupMember, poll_ms: int = 100) -> None:
+        self.member = member
+        self.poll_ms = poll_ms
+        self.error: BaseException | None = None
+        self.assignment: frozenset[TopicPartition] = frozenset()
+        self.polls = 0
+        self._busy_until = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="poller", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                busy = self._busy_until - time.monotonic()
+                if busy > 0:
+                    self._stop.wait(busy)
+                    continue
+                self.assignment = self.member.poll(self.poll_ms)
+                self.polls += 1
+                # poll() returns at once when the group is stable: "process" a little, so
+                # that the members do not take the CPU from the server and each other.
+                self._stop.wait(0.02)
+        except BaseException as e:
+            self.error = e
+
+    def pause(self, seconds: float) -> None:
+        self._busy_until = time.monotonic() + seconds
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        assert not self._thread.is_alive(), "poll() did not return"
+
+    def close(self) -> None:
+        """Stop polling and close the member (LeaveGroup unless static)."""
+        self.stop()
+        self.member.close()
+
+
+# --------------------------------------------------------------------------------------
+# fixtures
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(serve_factory: Callable[..., Any]) -> Any:
+    return serve_factory(*SERVER_ARGS)
+
+
+@pytest.fixture
+def make_member(server: Any) -> Iterator[Callable[..., GroupMember]]:
+    """Builds members bootstrapped to the test server; every one is closed at the end."""
+    made: list[GroupMember] = []
+
+    def make(**overrides: Any) -> GroupMember:
+        settings: dict[str, Any] = {
+            "bootstrap_servers": server.bootstrap,
+            "group_id": "g",
+            "topics": [TOPIC],
+            "assignors": [CooperativeStickyAssignor()],
+            "session_timeout_ms": 1500,
+            "heartbeat_interval_ms": 300,
+            "max_poll_interval_ms": 6000,
+            "request_timeout_ms": 5000,
+        }
+        settings.update(overrides)
+        member = GroupMember(**settings)
+        made.append(member)
+        return member
+
+    yield make
+    for member in made:
+        member.close(timeout_ms=3000)
+
+
+def balanced(*pollers: Poller) -> bool:
+    """Every poller's member is stable, and together they own every partition once,
+    each 6/n of them."""
+    parts = [p.member.assignment() for p in pollers]
+    sizes = sorted(len(a) for a in parts)
+    union = frozenset().union(*parts)
+    return (
+        all(p.member.generation() >= 0 for p in pollers)
+        and union == ALL
+        and sum(sizes) == len(ALL)
+        and sizes[-1] - sizes[0] <= 1
+    )
+
+
+def assert_no_thread_errors(*pollers: Poller) -> None:
+    for p in pollers:
+        assert p.error is None, f"poll() raised {p.error!r}"
+
+
+# --------------------------------------------------------------------------------------
+# KIP-62: liveness (heartbeats) is separate from progress (poll interval)
+# --------------------------------------------------------------------------------------
+
+
+def test_processing_longer_than_session_timeout_keeps_membership(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    ledger = Ledger()
+    a = Poller(make_member(listener=ledger.listener("a")))
+    b = Poller(make_member(listener=ledger.listener("b")))
+    wait_until(lambda: balanced(a, b), 15, "two members sharing the partitions")
+    generation = a.member.generation()
+    assigned_a, assigned_b = a.member.assignment(), b.member.assignment()
+
+    # Busy for 1.7 session timeouts (1500 ms), well inside max.poll.interval.ms (6000 ms):
+    # only the heartbeat thread keeps the member alive.
+    polls = a.polls
+    a.pause(2.6)
+    time.sleep(2.6)
+    wait_until(lambda: a.polls > polls + 2, 3, "a polls again")
+
+    assert_no_thread_errors(a, b)
+    assert a.member.generation() == generation
+    assert b.member.generation() == generation
+    assert a.member.assignment() == assigned_a
+    assert b.member.assignment() == assigned_b
+    # The coordinator agrees: it accepts commits carrying both members' ids and that
+    # generation (an expired member would get UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION).
+    a.member.commit({p: 1 for p in assigned_a})
+    b.member.commit({p: 2 for p in assigned_b})
+    assert ledger.violations == []
+    # no rebalance: each member heard one assignment and nothing else
+    assert ledger.kinds("a").count("revoked") == 0
+    assert ledger.kinds("b").count("revoked") == 0
+    a.close()
+    b.close()
+
+
+def test_processing_longer_than_max_poll_interval_leaves_and_rejoins(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    ledger = Ledger(strict=False)
+    a = Poller(make_member(listener=ledger.listener("a"), max_poll_interval_ms=2500))
+    b = Poller(make_member(listener=ledger.listener("b"), max_poll_interval_ms=2500))
+    wait_until(lambda: balanced(a, b), 15, "two members sharing the partitions")
+    first_generation = b.member.generation()
+    owned_by_a = a.member.assignment()
+    assert owned_by_a
+
+    a.pause(5.0)  # twice max.poll.interval.ms: a's heartbeat thread sends LeaveGroup
+    wait_until(lambda: b.member.assignment() == ALL, 4.5, "b takes over a's partitions")
+    assert b.member.generation() > first_generation
+    # a has not polled yet, so it has not been told; it learns in its next poll
+    assert "lost" not in ledger.kinds("a")
+
+    wait_until(lambda: balanced(a, b), 15, "a rejoins and the group rebalances again")
+    assert_no_thread_errors(a, b)
+    lost = [parts for who, kind, parts in ledger.calls if who == "a" and kind == "lost"]
+    assert lost == [owned_by_a]  # marked lost (not revoked): no commit was attempted
+    assert b.member.generation() > first_generation + 1
+    a.close()
+    b.close()
+
+
+# --------------------------------------------------------------------------------------
+# KIP-429: cooperative rebalancing as the application sees it
+# --------------------------------------------------------------------------------------
+
+
+def test_cooperative_joins_and_leaves_never_assign_an_unrevoked_partition(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    ledger = Ledger()
+    live: dict[str, Poller] = {}
+
+    def join(name: str) -> None:
+        live[name] = Poller(make_member(listener=ledger.listener(name)))
+
+    def leave(name: str) -> None:
+        live.pop(name).close()
+
+    def settled() -> bool:
+        return balanced(*live.values()) and all(
+            ledger.owned_by(n) == p.member.assignment() for n, p in live.items()
+        )
+
+    for step in (
+        lambda: join("a"),
+        lambda: join("b"),
+        lambda: join("c"),
+        lambda: leave("b"),
+        lambda: join("d"),
+        lambda: leave("a"),
+    ):
+        step()
+        wait_until(settled, 15, f"the group {sorted(live)} to settle")
+        assert ledger.violations == []
+        assert_no_thread_errors(*live.values())
+
+    # sticky: "b" joining took exactly 3 of "a"'s 6 partitions, through one revocation
+    revoked_by_a = [parts for who, kind, parts in ledger.calls if who == "a" and kind == "revoked"]
+    assert len(revoked_by_a[0]) == 3
+    # a member that leaves revokes what it holds (orderly), it does not lose it
+    assert "lost" not in {kind for _, kind, _ in ledger.calls}
+    for poller in list(live.values()):
+        poller.close()
+    assert ledger.violations == []
+
+
+# --------------------------------------------------------------------------------------
+# KIP-345: static membership
+# --------------------------------------------------------------------------------------
+
+
+def test_static_member_restart_within_session_timeout_causes_no_rebalance(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    ledger = Ledger(strict=False)
+    static = {"session_timeout_ms": 4000}
+    a = Poller(make_member(group_instance_id="a-1", listener=ledger.listener("a"), **static))
+    b = Poller(make_member(group_instance_id="b-1", listener=ledger.listener("b"), **static))
+    wait_until(lambda: balanced(a, b), 15, "two static members sharing the partitions")
+    generation = b.member.generation()
+    assigned_a = a.member.assignment()
+    b_calls = len(ledger.kinds("b"))
+
+    a.close()  # static: no LeaveGroup, the coordinator keeps a-1's place
+    a2 = Poller(make_member(group_instance_id="a-1", listener=ledger.listener("a2"), **static))
+    wait_until(lambda: a2.member.generation() >= 0, 10, "the restarted member to be stable")
+
+    assert a2.member.generation() == generation
+    assert a2.member.assignment() == assigned_a
+    time.sleep(0.6)  # two heartbeat intervals: b would hear of a rebalance by now
+    assert b.member.generation() == generation
+    assert len(ledger.kinds("b")) == b_calls  # b saw nothing at all
+    # the coordinator agrees that both still belong to that generation
+    b.member.commit({p: 1 for p in b.member.assignment()})
+    a2.member.commit({p: 1 for p in assigned_a})
+    assert_no_thread_errors(a2, b)
+    a2.close()
+    b.close()
+
+
+def test_second_member_with_the_same_instance_id_fences_the_first(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    first = Poller(make_member(group_instance_id="same"))
+    wait_until(lambda: first.member.assignment() == ALL, 15, "the first member to be stable")
+
+    second = Poller(make_member(group_instance_id="same"))
+    wait_until(lambda: first.error is not None, 10, "the first member to be fenced")
+    assert isinstance(first.error, FencedInstanceIdError)
+    # fatal: every later poll says so again instead of rejoining
+    with pytest.raises(FencedInstanceIdError):
+        first.member.poll(100)
+    wait_until(lambda: second.assignment == ALL, 10, "the second member to take over")
+    assert_no_thread_errors(second)
+    second.close()
+
+
+# --------------------------------------------------------------------------------------
+# a mixed group: GroupMember and kafka-python consumers, cooperative-sticky
+# --------------------------------------------------------------------------------------
+
+
+class KafkaPythonMember:
+    """A kafka-python KafkaConsumer in the group, polled on its own thread, reporting its
+    listener calls to the same ledger."""
+
+    def __init__(self, bootstrap: str, ledger: Ledger, name: str) -> None:
+        from kafka import KafkaConsumer
+        from kafka.consumer.subscription_state import ConsumerRebalanceListener
+        from kafka.coordinator.assignors.cooperative_sticky import (
+            CooperativeStickyAssignor as KafkaPythonCooperativeSticky,
+        )
+
+        class Reporting(ConsumerRebalanceListener):  # type: ignore[misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                ledger.record(name, "revoked", _ours(revoked))
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                ledger.record(name, "assigned", _ours(assigned))
+
+            def on_partitions_lost(self, lost: Any) -> None:
+                ledger.record(name, "lost", _ours(lost))
+
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id="g",
+            client_id=name,
+            partition_assignment_strategy=[KafkaPythonCooperativeSticky],
+            session_timeout_ms=1500,
+            heartbeat_interval_ms=300,
+            max_poll_interval_ms=6000,
+            request_timeout_ms=5000,
+            fetch_max_wait_ms=100,
+            enable_auto_commit=False,
+        )
+        self.consumer.subscribe([TOPIC], listener=Reporting())
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"kp-{name}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.consumer.poll(timeout_ms=100)
+        except BaseException as e:
+            self.error = e
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return _ours(self.consumer.assignment())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.consumer.close()
+
+
+def _ours(partitions: Any) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(p.topic, p.partition) for p in partitions)
+
+
+def test_mixed_group_with_kafka_python_keeps_ownership_exclusive(
+    server: Any, make_member: Callable[..., GroupMember]
+) -> None:
+    ledger = Ledger()
+    ours: dict[str, Poller] = {}
+    theirs: dict[str, KafkaPythonMember] = {}
+    overlaps: list[str] = []
+    stop_sampling = threading.Event()
+
+    def assignments() -> dict[str, frozenset[TopicPartition]]:
+        out = {n: p.member.assignment() for n, p in list(ours.items())}
+        out.update({n: k.assignment() for n, k in list(theirs.items())})
+        return out
+
+    def sample() -> None:
+        # Two passes: a partition reported by two members in both is owned twice for real
+        # (one pass alone could catch a hand-over between two reads).
+        while not stop_sampling.is_set():
+            first, second = assignments(), assignments()
+            for p in ALL:
+                both = [n for n in first if p in first[n] and p in second.get(n, frozenset())]
+                if len(both) > 1:
+                    overlaps.append(f"{p} owned by {both}")
+            time.sleep(0.02)
+
+    def settled() -> bool:
+        current = assignments()
+        sizes = sorted(len(a) for a in current.values())
+        return (
+            frozenset().union(*current.values()) == ALL
+            and sum(sizes) == len(ALL)
+            and sizes[-1] - sizes[0] <= 1
+            and all(ledger.owned_by(n) == a for n, a in current.items())
+        )
+
+    sampler = threading.Thread(target=sample, name="sampler", daemon=True)
+    sampler.start()
+    try:
+        steps: list[Callable[[], None]] = [
+            # k1 (kafka-python) leads first; once it leaves, one of ours does
+            lambda: theirs.__setitem__("k1", KafkaPythonMember(server.bootstrap, ledger, "k1")),
+            lambda: ours.__setitem__("a", Poller(make_member(listener=ledger.listener("a")))),
+            lambda: ours.__setitem__("b", Poller(make_member(listener=ledger.listener("b")))),
+            lambda: theirs.__setitem__("k2", KafkaPythonMember(server.bootstrap, ledger, "k2")),
+            lambda: theirs.pop("k1").close(),
+            lambda: ours.pop("a").close(),
+        ]
+        for step in steps:
+            step()
+            wait_until(settled, 20, f"the mixed group {sorted(assignments())} to settle")
+            assert ledger.violations == []
+            assert overlaps == []
+            assert_no_thread_errors(*ours.values())
+            assert all(k.error is None for k in theirs.values())
+    finally:
+        stop_sampling.set()
+        sampler.join(timeout=5)
+        for k in theirs.values():
+            k.close()
+        for p in ours.values():
+            p.close()
+    assert ledger.violations == []
+    assert overlaps == []

@@ -1,0 +1,120 @@
+"""GroupMember with eager assignors, and with topics that appear while the group runs
+(metadata refresh), against a real ``groupcoord serve`` subprocess."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from test_runner import ALL, SERVER_ARGS, TOPIC, Ledger, Poller, balanced, wait_until
+
+from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
+from groupcoord.member import GroupMember
+from groupcoord.types import TopicPartition
+
+
+@pytest.fixture
+def server(serve_factory: Callable[..., Any]) -> Any:
+    return serve_factory(*SERVER_ARGS)
+
+
+@pytest.fixture
+def make_member(server: Any) -> Iterator[Callable[..., GroupMember]]:
+    made: list[GroupMember] = []
+
+    def make(**overrides: Any) -> GroupMember:
+        settings: dict[str, Any] = {
+            "bootstrap_servers": server.bootstrap,
+            "group_id": "g",
+            "topics": [TOPIC],
+            "session_timeout_ms": 1500,
+            "heartbeat_interval_ms": 300,
+            "max_poll_interval_ms": 6000,
+            "request_timeout_ms": 5000,
+        }
+        settings.update(overrides)
+        member = GroupMember(**settings)
+        made.append(member)
+        return member
+
+    yield make
+    for member in made:
+        member.close(timeout_ms=3000)
+
+
+def test_eager_members_revoke_everything_before_anyone_is_assigned(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    ledger = Ledger()
+    a = Poller(make_member(assignors=[RangeAssignor()], listener=ledger.listener("a")))
+    wait_until(lambda: a.assignment == ALL, 10, "a alone owns everything")
+    b = Poller(make_member(assignors=[RangeAssignor()], listener=ledger.listener("b")))
+    wait_until(
+        lambda: (
+            balanced(a, b)
+            and all(ledger.owned_by(n) == p.member.assignment() for n, p in (("a", a), ("b", b)))
+        ),
+        15,
+        "a and b share the partitions, and have heard so",
+    )
+    assert ledger.violations == []
+    a_calls = [(kind, parts) for who, kind, parts in ledger.calls if who == "a"]
+    # eager: a gave up all six, then got its share back as one whole assignment
+    assert a_calls[0] == ("assigned", ALL)
+    assert ("revoked", ALL) in a_calls
+    assert a_calls[-1] == ("assigned", a.member.assignment())
+    a.close()
+    b.close()
+
+
+def test_kafkas_default_assignors_are_eager_until_range_is_dropped(
+    make_member: Callable[..., GroupMember],
+) -> None:
+    """[range, cooperative-sticky] (Kafka's default) announces cooperative-sticky but follows
+    the eager protocol; a member listing only cooperative-sticky joins the same group (the
+    two-bounce upgrade of KIP-429) and nobody ever owns a partition twice."""
+    ledger = Ledger()
+    old = Poller(make_member(assignors=None, listener=ledger.listener("old")))
+    wait_until(lambda: old.assignment == ALL, 10, "the first member owns everything")
+    new = Poller(
+        make_member(assignors=[CooperativeStickyAssignor()], listener=ledger.listener("new"))
+    )
+    wait_until(lambda: balanced(old, new), 15, "both members share the partitions")
+    assert ledger.violations == []
+    assert ("revoked", ALL) in [(k, p) for who, k, p in ledger.calls if who == "old"]
+    old.close()
+    new.close()
+
+
+def test_a_subscribed_topic_created_later_is_assigned_after_a_metadata_refresh(
+    server: Any, make_member: Callable[..., GroupMember]
+) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ledger = Ledger()
+    refresh = {"topics": [TOPIC, "later"], "metadata_max_age_ms": 300}
+    a = Poller(make_member(listener=ledger.listener("a"), **refresh))
+    b = Poller(make_member(listener=ledger.listener("b"), **refresh))
+    wait_until(lambda: balanced(a, b), 15, "a and b share the partitions of t")
+
+    admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)
+    try:
+        admin.create_topics([NewTopic("later", num_partitions=4, replication_factor=1)])
+    finally:
+        admin.close()
+    later = frozenset(TopicPartition("later", p) for p in range(4))
+
+    def both_topics_spread() -> bool:
+        owned = [p.member.assignment() for p in (a, b)]
+        return (
+            frozenset().union(*owned) == ALL | later
+            and sum(len(o) for o in owned) == 10
+            and all(len(o) == 5 for o in owned)
+        )
+
+    wait_until(both_topics_spread, 15, "the new topic's partitions to be assigned")
+    assert ledger.violations == []
+    assert a.error is None and b.error is None
+    a.close()
+    b.close()
