@@ -31,11 +31,8 @@ AGENT_SCRIPTS = {
 
 #: server flags that make rebalances quick enough for CI
 FAST_GROUP_FLAGS = (
-    "--group-min-session-timeout-ms",
-    "1000",
-    "--group-initial-rebalance-delay-ms",
-    "0",
-)
+    "--group-min-session-timeout-ms", "1000", "--group-initial-rebalance-delay-ms", "0",
+)  # fmt: skip
 
 SESSION_TIMEOUT_MS = 4000
 HEARTBEAT_INTERVAL_MS = 400
