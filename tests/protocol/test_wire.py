@@ -388,3 +388,37 @@ def test_unknown_payload_tagged_field_is_malformed_not_a_crash() -> None:
     tagged = body[:-1] + bytes([1, 9, 1, 0])
     with pytest.raises(MalformedFrameError, match="KeyError"):
         decode_request(tagged)
+
+
+def test_null_for_a_non_nullable_array_is_malformed() -> None:
+    header = struct.pack(">hhih", 0, 9, 1, -1) + b"\x00"  # Produce v9, header v2
+    # transactional_id null, acks 1, timeout 5000, topic_data null (count 0 = null), no tags
+    payload = b"\x00" + struct.pack(">hi", 1, 5000) + b"\x00" + b"\x00"
+    with pytest.raises(MalformedFrameError, match="non-nullable array topic_data is null"):
+        decode_request(header + payload)
+
+
+def test_null_where_the_schema_allows_it_is_accepted() -> None:
+    # OffsetFetch v7: topics is nullable since v2 (null fetches every committed offset)
+    header = struct.pack(">hhih", 9, 7, 1, -1) + b"\x00"
+    payload = b"\x02g" + b"\x00" + b"\x00" + b"\x00"  # group "g", topics null, stable, tags
+    _, request = decode_request(header + payload)
+    assert request.group_id == "g" and request.topics is None
+
+
+def test_nested_null_arrays_are_found() -> None:
+    # OffsetCommit v8: one topic whose partitions array is null
+    header = struct.pack(">hhih", 8, 8, 1, -1) + b"\x00"
+    payload = (
+        b"\x02g"  # group_id
+        + struct.pack(">i", -1)  # generation
+        + b"\x01"  # member_id ""
+        + b"\x00"  # group_instance_id null
+        + b"\x02"  # one topic
+        + b"\x02t"  # name "t"
+        + b"\x00"  # partitions: null
+        + b"\x00"  # topic tags
+        + b"\x00"  # tags
+    )
+    with pytest.raises(MalformedFrameError, match=r"topics\[\]\.partitions"):
+        decode_request(header + payload)

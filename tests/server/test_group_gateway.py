@@ -4,7 +4,10 @@ OffsetCommit filtering against the topic table, the deadline timer."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,12 +20,13 @@ from groupcoord.coordinator import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
+    RebalanceCompleted,
     SequentialMemberIds,
 )
 from groupcoord.coordinator.messages import HeartbeatRequest
 from groupcoord.errors import UnknownTopicOrPartitionError
 from groupcoord.server import WallClock
-from groupcoord.server.group_gateway import GroupGateway
+from groupcoord.server.group_gateway import GroupGateway, log_rebalance
 
 TOPICS = {"a": 3, "b": 1}
 
@@ -132,3 +136,32 @@ def test_close_cancels_parked_requests() -> None:
         assert isinstance(after, asyncio.Future) and after.cancelled()
 
     asyncio.run(run())
+
+
+def test_rebalance_line_names_at_most_twenty_members(caplog: pytest.LogCaptureFixture) -> None:
+    event = RebalanceCompleted(
+        group_id="big",
+        generation_id=7,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader_id="m0",
+        members=tuple(f"m{i}" for i in range(25)),
+        reason="scale out",
+        started_ms=1_000,
+        completed_ms=1_250,
+    )
+    with caplog.at_level(logging.INFO, logger="groupcoord.server"):
+        log_rebalance(event)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "group=big generation=7 members=25" in line
+    assert "m19, ... (+5 more)" in line and "m20" not in line
+    assert "duration_ms=250 reason=scale out" in line
+
+
+def test_wall_clock_starts_at_the_epoch_time_and_never_goes_back() -> None:
+    before = time.time_ns() // 1_000_000
+    clock = WallClock()
+    readings = [clock() for _ in range(1000)]
+    after = time.time_ns() // 1_000_000
+    assert before <= readings[0] <= after + 1
+    assert readings == sorted(readings)

@@ -31,6 +31,7 @@ from kio.static.constants import EntityType
 
 from groupcoord.errors import InvalidRequestError, UnsupportedVersionError
 from groupcoord.protocol.length_guard import check_lengths
+from groupcoord.protocol.null_check import null_arrays
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -361,6 +362,12 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
             f"API {header.api_key} v{header.api_version} payload has "
             f"{len(frame) - offset - size} trailing bytes"
         )
+    nulls = null_arrays(request)
+    if nulls:
+        raise MalformedFrameError(
+            f"API {header.api_key} v{header.api_version} payload: non-nullable array "
+            f"{nulls[0]} is null"
+        )
     return request
 
 
@@ -483,6 +490,9 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
         response, size = _reader(cls)(payload, pos)
         if pos + size != len(payload):
             raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
+        nulls = null_arrays(response)
+        if nulls:
+            raise MalformedFrameError(f"non-nullable array {nulls[0]} is null")
     except (*_DECODE_ERRORS, MalformedFrameError) as e:
         fallback = _api_versions_fallback(api_key, version, payload, pos)
         if fallback is None:

@@ -45,13 +45,23 @@ def log_rebalance(event: RebalanceCompleted) -> None:
         event.group_id,
         event.generation_id,
         len(event.members),
-        ", ".join(event.members),
+        _member_list(event.members),
         event.leader_id,
         event.protocol_type,
         event.protocol_name,
         event.duration_ms,
         event.reason,
     )
+
+
+#: members named in a rebalance line; a 1000-member group gets a count for the rest
+LOGGED_MEMBERS = 20
+
+
+def _member_list(members: tuple[str, ...]) -> str:
+    shown = ", ".join(members[:LOGGED_MEMBERS])
+    rest = len(members) - LOGGED_MEMBERS
+    return f"{shown}, ... (+{rest} more)" if rest > 0 else shown
 
 
 class GroupGateway:

@@ -83,19 +83,22 @@ class ServerConfig:
 
 
 class WallClock:
-    """Milliseconds since the epoch that never go backwards (the coordinator refuses
-    time travel, and commit timestamps must survive a restart)."""
+    """Milliseconds since the epoch as of the start, advanced by the monotonic clock.
 
-    __slots__ = ("_last",)
+    Timestamps (commit times, log append times) are wall-clock times that stay
+    meaningful across restarts, while a system clock stepped during the run (NTP, a
+    suspended VM) neither moves time backwards (the coordinator refuses that) nor jumps
+    it forward and expires every session at once.
+    """
+
+    __slots__ = ("_mono_start_ns", "_wall_start_ms")
 
     def __init__(self) -> None:
-        self._last = 0
+        self._wall_start_ms = time.time_ns() // 1_000_000
+        self._mono_start_ns = time.monotonic_ns()
 
     def __call__(self) -> int:
-        now = time.time_ns() // 1_000_000
-        if now > self._last:
-            self._last = now
-        return self._last
+        return self._wall_start_ms + (time.monotonic_ns() - self._mono_start_ns) // 1_000_000
 
 
 class Server:
