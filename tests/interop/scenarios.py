@@ -74,7 +74,7 @@ def group_lifecycle(
         a, b, c = group.spawn(), group.spawn(), group.spawn()
         wait_owned_exactly_once([a, b, c], ALL, [4, 4, 4], JOIN_TIMEOUT_S, "3 own 12")
         # a cooperative group may still be finishing its second round
-        wait_until(lambda: _quiet([a, b, c], 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
+        wait_until(lambda: quiet([a, b, c], 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
 
         # -- a graceful close (LeaveGroup): c's partitions move in one rebalance
         marks = {m.name: m.mark() for m in (a, b)}
@@ -168,7 +168,7 @@ def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: P
         members = [group.spawn(instance_id=f"instance-{i}") for i in range(3)]
         wait_owned_exactly_once(members, ALL, [4, 4, 4], JOIN_TIMEOUT_S, "3 static own 12")
         # the group may settle in more than one round (cooperative); let it
-        wait_until(lambda: _quiet(members, 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
+        wait_until(lambda: quiet(members, 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
         a, b, c = members
         marks = {m.name: m.mark() for m in (a, b)}
         gen = c.generation()
@@ -186,7 +186,7 @@ def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: P
         # nothing happens to the others for longer than the session timeout: the old
         # incarnation's session must not expire into a rebalance either
         wait_until(
-            lambda: _quiet([a, b, c2], session_ms / 1000 + 1.0),
+            lambda: quiet([a, b, c2], session_ms / 1000 + 1.0),
             session_ms / 1000 + 15,
             "a quiet period after the restart",
         )
@@ -196,7 +196,7 @@ def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: P
         assert c2.owned() == c_owned
 
 
-def _quiet(members: Sequence[ConsumerProcess], seconds: float) -> bool:
+def quiet(members: Sequence[ConsumerProcess], seconds: float) -> bool:
     """No member has reported a partition movement or a new generation for ``seconds``."""
     moves = [e.t for m in members for e in m.events(*REBALANCE_EVENTS)]
     return not moves or time.monotonic() - max(moves) >= seconds
