@@ -6,7 +6,10 @@ What is measured (all in virtual time; nothing sleeps):
   own random phase, in random order within a 100 ms tick, as requests would arrive) for
   60 s; the wheel advances every 100 ms and nothing expires. Reported per heartbeat, for
   Rust single calls, the Rust batch form and the reference, on the wheel (int member
-  handles) and on the member expiry table (str group and member ids).
+  handles), on the member expiry table with str group and member ids, and on the member
+  expiry table by handle (``MemberExpiry.handle`` once per member before the storm, then
+  ``heartbeat_handle(s)``; the reference runs its own ``heartbeat_handles``, the faster of
+  its two forms, and is also compared with its str-id heartbeat).
 - Expiry scan: N members whose deadlines are spread so that each 1 s advance expires 1%.
   Reported per advance.
 - Empty advance: an advance that expires nothing, with 1,000 and with N members scheduled.
@@ -238,6 +241,35 @@ def table_storm_single(table: Any, plan: Storm) -> None:
             heartbeat(group, member, now, SESSION_MS)
 
 
+def storm_handles(table: Any, plan: Storm) -> list[array[int]]:
+    """Per phase, the handles of the members heartbeating in that phase, in arrival order
+    (as a coordinator would keep them on its member records)."""
+    return [
+        array("q", [table.handle(g, m) for g, m in zip(gs, ms, strict=True)])
+        for gs, ms in zip(plan.groups, plan.members, strict=True)
+    ]
+
+
+def handle_storm_single(table: Any, handles: list[array[int]]) -> None:
+    heartbeat_handle, expire = table.heartbeat_handle, table.expire
+    lists = [list(hs) for hs in handles]  # Python ints, as a member record would hold
+    for tick in range(1, TICKS + 1):
+        now = tick * TICK_MS
+        if expire(now):
+            raise AssertionError("a live member expired")
+        for h in lists[tick % PHASES]:
+            heartbeat_handle(h, now, SESSION_MS)
+
+
+def handle_storm_batch(table: Any, handles: list[array[int]]) -> None:
+    heartbeat_handles, expire = table.heartbeat_handles, table.expire
+    for tick in range(1, TICKS + 1):
+        now = tick * TICK_MS
+        if expire(now):
+            raise AssertionError("a live member expired")
+        heartbeat_handles(handles[tick % PHASES], now, SESSION_MS)
+
+
 def table_storm_batch(table: Any, plan: Storm) -> None:
     heartbeat_many, expire = table.heartbeat_many, table.expire
     for tick in range(1, TICKS + 1):
@@ -300,6 +332,33 @@ def test_heartbeat_storm_member_expiry(
 
     benchmark.pedantic(run, setup=setup, rounds=rounds)
     record(benchmark, f"expiry storm {layout} {impl}-{form}", plan.heartbeats)
+
+
+HANDLE_STORM_CASES = [
+    pytest.param("rust", "single", "arrival", id="rust-single"),
+    pytest.param("rust", "batch", "arrival", id="rust-batch"),
+    pytest.param("reference", "batch", "arrival", id="reference-batch"),
+    pytest.param("rust", "batch", "scattered", id="rust-batch-scattered"),
+    pytest.param("reference", "batch", "scattered", id="reference-batch-scattered"),
+]
+
+
+@pytest.mark.parametrize(("impl", "form", "layout"), HANDLE_STORM_CASES)
+def test_heartbeat_storm_member_expiry_by_handle(
+    benchmark: Any, scale: int, impl: str, form: str, layout: str
+) -> None:
+    plan = storm_plan(scale)
+    run = handle_storm_batch if form == "batch" else handle_storm_single
+    rounds = 1 if impl == "reference" else 3
+
+    def setup() -> tuple[tuple[Any, list[array[int]]], dict[str, Any]]:
+        table = table_before_storm(TABLES[impl], plan, layout)
+        handles = storm_handles(table, plan)
+        gc.collect()
+        return (table, handles), {}
+
+    benchmark.pedantic(run, setup=setup, rounds=rounds)
+    record(benchmark, f"handle storm {layout} {impl}-{form}", plan.heartbeats)
 
 
 def test_next_deadline_during_storm(benchmark: Any, scale: int) -> None:
@@ -509,15 +568,30 @@ def summary(request: pytest.FixtureRequest) -> Iterator[None]:
     write("groupcoord timer benchmarks (min of rounds)")
     write(f"  machine at start: {calibration_start}")
     write(f"  machine at end:   {calibration()}")
-    for kind in ("wheel storm", "expiry storm"):
+    forms = (
+        "rust-single",
+        "rust-batch",
+        "reference-single",
+        "reference-batch",
+        "bare-heapq-inline",
+    )
+    for kind in ("wheel storm", "expiry storm", "handle storm"):
         for layout in LAYOUTS:
-            ref = RESULTS.get(f"{kind} {layout} reference-single")
-            for form in ("rust-single", "rust-batch", "reference-single", "bare-heapq-inline"):
+            # The baseline is the reference's own fastest form of the same API; the handle
+            # storm is also put against the str-id reference heartbeat (what a coordinator
+            # without handles runs).
+            ref = RESULTS.get(f"{kind} {layout} reference-single") or RESULTS.get(
+                f"{kind} {layout} reference-batch"
+            )
+            str_ref = RESULTS.get(f"expiry storm {layout} reference-single")
+            for form in forms:
                 got = RESULTS.get(f"{kind} {layout} {form}")
                 if got is None:
                     continue
                 seconds, ops = got
                 ratio = f"  {ref[0] / seconds:6.1f}x reference" if ref else ""
+                if kind == "handle storm" and str_ref:
+                    ratio += f"  {str_ref[0] / seconds:6.1f}x str-id reference"
                 write(
                     f"  {kind:13} {layout:9} {form:17} {ops / seconds:14,.0f} heartbeats/s"
                     f"  {seconds / ops * 1e9:8.1f} ns/heartbeat{ratio}"

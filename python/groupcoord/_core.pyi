@@ -145,6 +145,17 @@ class MemberExpiry:
 
     ``expire`` order: by ``deadline_ms``, then ``group``, then ``member`` (``str`` order),
     then kind in the order SESSION < JOIN < SYNC.
+
+    Handles: ``handle(group, member)`` gives a tracked member's handle, an int that
+    ``heartbeat_handle(s)`` take instead of the two ids, skipping their lookup (the fast
+    path for a coordinator that heartbeats the same members over and over). A handle is
+    *live* from the moment its member has a pending deadline until the member has none
+    left: its last deadline expired, ``clear`` removed its last one, or ``remove_group``
+    dropped its group. After that the handle is *stale*: calls with it raise ``KeyError``
+    and never touch another member, even one that reuses the member's internal slot (the
+    handle carries the slot's generation), and a member tracked again under the same ids
+    gets a new handle. Handles are ints in ``[0, 2**63)``, so they fit ``array('q')`` and
+    ``array('Q')``; their values are opaque.
     """
 
     def __new__(cls, now_ms: int = 0) -> Self:
@@ -180,6 +191,29 @@ class MemberExpiry:
         ``members``; ``session_timeout_ms`` is one int or a parallel sequence/buffer.
         Equivalent to ``heartbeat`` for each member in order; validated in full before
         anything changes.
+        """
+
+    def handle(self, group: str, member: str) -> int:
+        """The member's handle (the same int for as long as it stays live).
+
+        Raises ``KeyError`` if the member has no pending deadline: it gets one with
+        ``heartbeat``, ``expect_join`` or ``expect_sync``.
+        """
+
+    def heartbeat_handle(self, handle: int, now_ms: int, session_timeout_ms: int) -> None:
+        """``heartbeat`` of the member ``handle`` names. ``KeyError`` if the handle is
+        stale; ``TypeError``/``ValueError`` for a non-int or out-of-range argument."""
+
+    def heartbeat_handles(
+        self, handles: _Ints, now_ms: int, session_timeout_ms: int | _Ints
+    ) -> None:
+        """Many heartbeats by handle at ``now_ms``, in one call across the FFI.
+
+        ``handles`` is a sequence of ints or an 8-byte integer buffer (``array('q')``,
+        ``array('Q')``: read without a Python call per element); ``session_timeout_ms`` is
+        one int or a parallel sequence/buffer. Equivalent to ``heartbeat_handle`` for each
+        handle in order, but all or nothing: if any handle is stale (``KeyError`` naming
+        the first, ``handles[i]``) or any argument is bad, nothing changes.
         """
 
     def expect_join(self, group: str, member: str, deadline_ms: int) -> None:

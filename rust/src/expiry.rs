@@ -9,6 +9,12 @@
 //! member; released handles are reused (free lists), so a coordinator that creates and
 //! removes millions of members over its life holds memory for the members it has now.
 //!
+//! Callers that heartbeat the same members over and over can skip the id lookup: `handle`
+//! gives a member's *handle*, its slot number with the slot's generation packed above it
+//! (see [`Handle`]). A handle is live exactly as long as its member has a pending deadline;
+//! releasing the slot bumps its generation, so a handle kept past that (a *stale* handle)
+//! is refused instead of addressing whichever member gets the slot next.
+//!
 //! Ids are opaque byte strings compared bytewise. The Python bindings pass UTF-8 (with
 //! `surrogatepass`, so every `str` round-trips), whose byte order is code point order, i.e.
 //! Python's `str` order: the tie-break below is the same as the reference's.
@@ -19,7 +25,9 @@ use std::collections::HashMap;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use crate::timer::{prefetch, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel};
+use crate::timer::{
+    prefetch, Deadlines, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel,
+};
 
 /// The three deadlines a member can have. The discriminant is the wheel key offset and the
 /// tie-break order among kinds sharing a deadline (declaration order, not alphabetical).
@@ -212,8 +220,51 @@ struct Member {
     group: u32,
     /// Position of this member's handle in `groups[group].members`.
     group_pos: u32,
-    /// Bit `kind as u8` set iff that deadline is scheduled in the wheel.
-    pending: u8,
+}
+
+/// Bits of a slot's stamp below its generation: the pending-kinds mask.
+const PENDING_BITS: u32 = 3;
+const PENDING_MASK: u32 = (1 << PENDING_BITS) - 1;
+/// Generations count modulo this (29 bits: the rest of a `u32` stamp).
+const GENERATIONS: u32 = 1 << (32 - PENDING_BITS);
+
+/// A member handle as `MemberExpiry::handle` gives it out: `generation << 32 | slot`.
+///
+/// The slot indexes the member tables directly; the generation is the slot's reuse count
+/// (mod 2^29) when the handle was made. Handles stay below 2^61, so they fit an `i64` as
+/// well as a `u64` (`array('q')` or `array('Q')` on the Python side).
+///
+/// Why a generation: slots are reused as soon as a member has nothing pending, and
+/// without one a handle kept by the caller past that point would silently address the
+/// next member given the slot. A stale handle aliases a live one only if its slot was
+/// reused a multiple of 2^29 times in between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Handle(pub u64);
+
+impl Handle {
+    #[inline]
+    const fn new(slot: u32, generation: u32) -> Handle {
+        Handle(((generation as u64) << 32) | slot as u64)
+    }
+
+    #[inline]
+    const fn slot(self) -> u32 {
+        self.0 as u32
+    }
+
+    #[inline]
+    const fn generation(self) -> u64 {
+        self.0 >> 32
+    }
+}
+
+/// A handle that names no live member: its member has no pending deadline any more
+/// (expired, cleared, or its group removed), or it was never a handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaleHandle {
+    /// Position in the batch (0 for a single call).
+    pub index: usize,
+    pub handle: u64,
 }
 
 #[inline]
@@ -399,6 +450,11 @@ pub struct MemberExpiry {
     free_groups: Vec<u32>,
     group_index: HashMap<GroupKey, u32, FastBuild>,
     members: Vec<Option<Member>>,
+    /// Per member slot, live or free: `generation << PENDING_BITS | pending`, where bit
+    /// `kind as u8` of `pending` is set iff that deadline is scheduled in the wheel (so a
+    /// slot is live iff `pending != 0`). Kept apart from `members` so a heartbeat by
+    /// handle touches 4 bytes per member here instead of a whole member record.
+    stamps: Vec<u32>,
     free_members: Vec<u32>,
     member_count: usize,
     table: InternTable,
@@ -577,6 +633,89 @@ impl MemberExpiry {
         (slot != 0 && slot >> 32 == InternTable::tag(hash)).then(|| (slot as u32) - 1)
     }
 
+    /// The handle of a member with at least one pending deadline (None for any other):
+    /// live until the member has no pending deadline left, see [`Handle`].
+    pub fn handle(&self, group: &[u8], member: &[u8]) -> Option<Handle> {
+        let m = self.lookup(group, member)?;
+        Some(Handle::new(m, self.stamps[m as usize] >> PENDING_BITS))
+    }
+
+    /// Whether `handle` names a member that has a pending deadline.
+    #[inline]
+    pub fn is_live(&self, handle: u64) -> bool {
+        self.live_slot(handle).is_some()
+    }
+
+    /// The slot `handle` names, if it is live (right generation, something pending).
+    #[inline]
+    fn live_slot(&self, handle: u64) -> Option<u32> {
+        let h = Handle(handle);
+        let stamp = *self.stamps.get(h.slot() as usize)?;
+        let live = u64::from(stamp >> PENDING_BITS) == h.generation() && stamp & PENDING_MASK != 0;
+        live.then_some(h.slot())
+    }
+
+    /// Sets (or replaces) the deadline of `kind` of the member `handle` names: the same as
+    /// `set_deadline` with its ids, without looking them up.
+    pub fn set_deadline_by_handle(
+        &mut self,
+        handle: u64,
+        kind: Kind,
+        deadline_ms: i64,
+    ) -> Result<(), StaleHandle> {
+        let m = self
+            .live_slot(handle)
+            .ok_or(StaleHandle { index: 0, handle })?;
+        self.schedule(m, kind, deadline_ms);
+        Ok(())
+    }
+
+    /// `set_deadline_by_handle(handles[i], kind, deadlines.get(i))` for every `i` in order,
+    /// all or nothing: if any handle is stale, nothing changes and the first stale one is
+    /// reported.
+    ///
+    /// Why two passes: checking every handle first keeps the batch atomic; the check reads
+    /// only the 4-byte stamps, which the second pass then finds in cache. The second pass
+    /// prefetches the wheel's index entry and node a few handles ahead, as
+    /// [`TimerWheel::schedule_many`] does, so the misses of consecutive handles overlap.
+    pub fn set_deadlines_by_handle(
+        &mut self,
+        kind: Kind,
+        handles: &[u64],
+        deadlines: Deadlines<'_>,
+    ) -> Result<(), StaleHandle> {
+        if let Deadlines::Each(ds) = deadlines {
+            assert_eq!(ds.len(), handles.len(), "one deadline per handle");
+        }
+        const STAMP_AHEAD: usize = 16;
+        const INDEX_AHEAD: usize = 16;
+        const NODE_AHEAD: usize = 8;
+        for (i, &h) in handles.iter().enumerate() {
+            if let Some(&ahead) = handles.get(i + STAMP_AHEAD) {
+                if let Some(stamp) = self.stamps.get(Handle(ahead).slot() as usize) {
+                    prefetch(stamp);
+                }
+            }
+            if self.live_slot(h).is_none() {
+                return Err(StaleHandle {
+                    index: i,
+                    handle: h,
+                });
+            }
+        }
+        let key = |h: u64| wheel_key(Handle(h).slot(), kind);
+        for (i, &h) in handles.iter().enumerate() {
+            if let Some(&ahead) = handles.get(i + INDEX_AHEAD) {
+                self.wheel.prefetch_index(key(ahead));
+            }
+            if let Some(&ahead) = handles.get(i + NODE_AHEAD) {
+                self.wheel.prefetch_node(key(ahead));
+            }
+            self.schedule(Handle(h).slot(), kind, deadlines.get(i));
+        }
+        Ok(())
+    }
+
     /// The member's pending deadline of `kind`, if any.
     pub fn deadline(&self, group: &[u8], member: &[u8], kind: Kind) -> Option<i64> {
         let m = self.lookup(group, member)?;
@@ -596,9 +735,9 @@ impl MemberExpiry {
         let mut cleared = false;
         for &k in kinds {
             cleared |= self.wheel.cancel(wheel_key(m, k));
-            self.member_mut(m).pending &= !k.bit();
+            self.stamps[m as usize] &= !u32::from(k.bit());
         }
-        if self.member_mut(m).pending == 0 {
+        if self.pending(m) == 0 {
             self.release_member(m);
         }
         cleared
@@ -618,11 +757,13 @@ impl MemberExpiry {
             let member = self.members[m as usize]
                 .take()
                 .expect("group member is live");
+            let pending = self.pending(m);
             for k in Kind::ALL {
-                if member.pending & k.bit() != 0 {
+                if pending & k.bit() != 0 {
                     self.wheel.cancel(wheel_key(m, k));
                 }
             }
+            self.retire_slot(m);
             self.table.remove(member.hash, m);
             self.free_members.push(m);
             self.member_count -= 1;
@@ -678,9 +819,8 @@ impl MemberExpiry {
         }
         for f in &fired {
             let (m, kind) = split_key(f.key);
-            let member = self.member_mut(m);
-            member.pending &= !kind.bit();
-            if member.pending == 0 {
+            self.stamps[m as usize] &= !u32::from(kind.bit());
+            if self.pending(m) == 0 {
                 self.release_member(m);
             }
         }
@@ -743,7 +883,6 @@ impl MemberExpiry {
             id: Arc::from(id),
             group: g,
             group_pos: u32::try_from(group.members.len()).expect("fewer than 2^32 members"),
-            pending: 0,
         };
         let m = match self.free_members.pop() {
             Some(m) => {
@@ -752,6 +891,7 @@ impl MemberExpiry {
             }
             None => {
                 self.members.push(Some(member));
+                self.stamps.push(0);
                 // Handles are u32 and wheel keys `3 * handle + kind` fit a u64.
                 u32::try_from(self.members.len() - 1).expect("fewer than 2^32 members")
             }
@@ -764,15 +904,22 @@ impl MemberExpiry {
 
     #[inline]
     fn schedule(&mut self, m: u32, kind: Kind, deadline_ms: i64) {
-        self.member_mut(m).pending |= kind.bit();
+        self.stamps[m as usize] |= u32::from(kind.bit());
         self.wheel.schedule(wheel_key(m, kind), deadline_ms);
     }
 
+    /// The pending-kinds mask of slot `m` (0 iff the slot is free).
     #[inline]
-    fn member_mut(&mut self, m: u32) -> &mut Member {
-        self.members[m as usize]
-            .as_mut()
-            .expect("member handle is live")
+    fn pending(&self, m: u32) -> u8 {
+        (self.stamps[m as usize] & PENDING_MASK) as u8
+    }
+
+    /// Marks slot `m` free: nothing pending, and the next generation, so handles made for
+    /// the member that had it are stale from now on.
+    #[inline]
+    fn retire_slot(&mut self, m: u32) {
+        let generation = self.stamps[m as usize] >> PENDING_BITS;
+        self.stamps[m as usize] = ((generation + 1) % GENERATIONS) << PENDING_BITS;
     }
 
     /// Forgets a member with no pending deadline, and its group if that was the last member.
@@ -781,9 +928,11 @@ impl MemberExpiry {
             .take()
             .expect("released member is live");
         debug_assert_eq!(
-            member.pending, 0,
+            self.pending(m),
+            0,
             "releasing a member with pending deadlines"
         );
+        self.retire_slot(m);
         self.table.remove(member.hash, m);
         self.free_members.push(m);
         self.member_count -= 1;
@@ -827,11 +976,25 @@ impl MemberExpiry {
         let state = || self.debug_state();
         let mut live_members = 0usize;
         let mut pending_total = 0usize;
+        if self.stamps.len() != self.members.len() {
+            return Err(format!(
+                "{} stamps for {} member slots; {}",
+                self.stamps.len(),
+                self.members.len(),
+                state()
+            ));
+        }
         for (m, slot) in self.members.iter().enumerate() {
-            let Some(member) = slot else { continue };
-            live_members += 1;
             let m = m as u32;
-            if member.pending == 0 {
+            let Some(member) = slot else {
+                if self.pending(m) != 0 {
+                    return Err(format!("free slot {m} has pending bits; {}", state()));
+                }
+                continue;
+            };
+            live_members += 1;
+            let pending = self.pending(m);
+            if pending == 0 {
                 return Err(format!(
                     "member {m} is live with nothing pending; {}",
                     state()
@@ -839,7 +1002,7 @@ impl MemberExpiry {
             }
             for k in Kind::ALL {
                 let scheduled = self.wheel.contains(wheel_key(m, k));
-                if scheduled != (member.pending & k.bit() != 0) {
+                if scheduled != (pending & k.bit() != 0) {
                     return Err(format!(
                         "member {m} pending bits disagree with the wheel for {k:?}; {}",
                         state()
@@ -1134,6 +1297,58 @@ mod tests {
         assert_eq!(expire(&mut a, 1_000), expire(&mut b, 1_000));
     }
 
+    #[test]
+    fn a_reused_slot_does_not_revive_the_old_handle() {
+        let mut t = MemberExpiry::new(0);
+        t.heartbeat(b"g", b"a", 0, 10).unwrap();
+        let a = t.handle(b"g", b"a").unwrap();
+        assert_eq!(t.handle(b"g", b"a"), Some(a));
+        expire(&mut t, 10); // a's only deadline: a is forgotten, its slot freed
+        assert_eq!(t.handle(b"g", b"a"), None);
+        t.heartbeat(b"g", b"b", 10, 10).unwrap();
+        let b = t.handle(b"g", b"b").unwrap();
+        assert_eq!(a.slot(), b.slot(), "the slot is reused");
+        assert_ne!(a, b);
+        let stale = Err(StaleHandle {
+            index: 0,
+            handle: a.0,
+        });
+        assert_eq!(t.set_deadline_by_handle(a.0, Kind::Session, 99), stale);
+        // A batch with a stale handle changes nothing, not even the live handles before it.
+        assert_eq!(
+            t.set_deadlines_by_handle(Kind::Join, &[b.0, a.0], Deadlines::All(50)),
+            Err(StaleHandle {
+                index: 1,
+                handle: a.0
+            })
+        );
+        assert_eq!(t.deadline(b"g", b"b", Kind::Join), None);
+        t.set_deadlines_by_handle(Kind::Join, &[b.0], Deadlines::All(50))
+            .unwrap();
+        assert_eq!(t.deadline(b"g", b"b", Kind::Join), Some(50));
+        assert_eq!(t.deadline(b"g", b"b", Kind::Session), Some(20));
+        t.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn generations_wrap_within_their_bits() {
+        let mut t = MemberExpiry::new(0);
+        t.heartbeat(b"g", b"a", 0, 10).unwrap();
+        // Pretend the slot has been reused GENERATIONS - 1 times.
+        t.stamps[0] = ((GENERATIONS - 1) << PENDING_BITS) | u32::from(Kind::Session.bit());
+        let old = t.handle(b"g", b"a").unwrap();
+        assert_eq!(old.generation(), u64::from(GENERATIONS - 1));
+        assert!(old.0 < 1 << 63);
+        assert!(t.clear(b"g", b"a", None));
+        t.heartbeat(b"g", b"a", 0, 10).unwrap();
+        let new = t.handle(b"g", b"a").unwrap();
+        assert_eq!((new.slot(), new.generation()), (0, 0));
+        assert!(!t.is_live(old.0));
+        // Handles with generation bits no slot can have are stale, not a panic.
+        assert!(!t.is_live(u64::MAX));
+        assert!(!t.is_live(1 << 62));
+    }
+
     // --- model-based property test ---------------------------------------------------------
 
     type Model = BTreeMap<(Vec<u8>, Vec<u8>, Kind), i64>;
@@ -1145,6 +1360,14 @@ mod tests {
         RemoveGroup(usize),
         Expire(i64),
         NextDeadline,
+        /// Ask for the handle of (group, member).
+        GetHandle(usize, usize),
+        /// Set a deadline by the n-th handle ever issued (modulo the count), live or stale.
+        SetByHandle(usize, Kind, i64),
+        /// A batch by handles (indices as above), one deadline each.
+        SetManyByHandle(Kind, Vec<(usize, i64)>),
+        /// A handle never issued: must be stale unless it happens to equal a live one.
+        ForgedHandle(u64, Kind),
     }
 
     const GROUPS: [&[u8]; 3] = [b"", b"g", b"\xc3\xa9t\xc3\xa9"];
@@ -1175,6 +1398,12 @@ mod tests {
             1 => (0..GROUPS.len()).prop_map(Op::RemoveGroup),
             3 => offset().prop_map(|o| Op::Expire(o.max(0))),
             1 => Just(Op::NextDeadline),
+            3 => (0..GROUPS.len(), 0..MEMBERS.len()).prop_map(|(g, m)| Op::GetHandle(g, m)),
+            4 => (any::<usize>(), kind(), offset()).prop_map(|(i, k, o)| Op::SetByHandle(i, k, o)),
+            2 => (kind(), proptest::collection::vec((any::<usize>(), offset()), 0..6))
+                .prop_map(|(k, items)| Op::SetManyByHandle(k, items)),
+            1 => (prop_oneof![0u64..8, (0u64..8).prop_map(|s| s | 1 << 32), any::<u64>()], kind())
+                .prop_map(|(h, k)| Op::ForgedHandle(h, k)),
         ]
     }
 
@@ -1189,6 +1418,12 @@ mod tests {
             let mut t = MemberExpiry::new(0);
             let mut model = Model::new();
             let mut now = 0i64;
+            // Every handle issued, in order, and which of them are live (with their member).
+            let mut issued: Vec<u64> = Vec::new();
+            let mut live: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+            let tracked = |model: &Model, g: usize, m: usize| {
+                model.keys().any(|(mg, mm, _)| mg == GROUPS[g] && mm == MEMBERS[m])
+            };
             for op in ops {
                 match op {
                     Op::Set(g, m, k, o) => {
@@ -1228,6 +1463,70 @@ mod tests {
                     Op::NextDeadline => {
                         prop_assert_eq!(t.next_deadline(), model.values().min().copied());
                     }
+                    Op::GetHandle(g, m) => {
+                        let got = t.handle(GROUPS[g], MEMBERS[m]).map(|h| h.0);
+                        prop_assert_eq!(got.is_some(), tracked(&model, g, m));
+                        if let Some(h) = got {
+                            prop_assert!(h < 1 << 63, "handle {} does not fit an i64", h);
+                            // The same member keeps its handle while it stays live; no live
+                            // handle names two members.
+                            let same = live.iter().find(|(_, &gm)| gm == (g, m)).map(|(&h, _)| h);
+                            prop_assert!(same.is_none_or(|s| s == h), "member got a second handle");
+                            prop_assert!(live.get(&h).is_none_or(|&gm| gm == (g, m)), "handle names two members");
+                            live.insert(h, (g, m));
+                            issued.push(h);
+                        }
+                    }
+                    Op::SetByHandle(i, k, o) => {
+                        if let Some(&h) = issued.get(i % issued.len().max(1)) {
+                            let result = t.set_deadline_by_handle(h, k, now + o);
+                            match live.get(&h) {
+                                Some(&(g, m)) => {
+                                    prop_assert_eq!(result, Ok(()));
+                                    model.insert((GROUPS[g].to_vec(), MEMBERS[m].to_vec(), k), now + o);
+                                }
+                                None => prop_assert_eq!(result, Err(StaleHandle { index: 0, handle: h })),
+                            }
+                        }
+                    }
+                    Op::SetManyByHandle(k, items) => {
+                        if !issued.is_empty() {
+                            let hs: Vec<u64> = items.iter().map(|&(i, _)| issued[i % issued.len()]).collect();
+                            let ds: Vec<i64> = items.iter().map(|&(_, o)| now + o).collect();
+                            let result = t.set_deadlines_by_handle(k, &hs, Deadlines::Each(&ds));
+                            match hs.iter().position(|h| !live.contains_key(h)) {
+                                Some(index) => prop_assert_eq!(result, Err(StaleHandle { index, handle: hs[index] })),
+                                None => {
+                                    prop_assert_eq!(result, Ok(()));
+                                    for (h, d) in hs.iter().zip(ds) {
+                                        let (g, m) = live[h];
+                                        model.insert((GROUPS[g].to_vec(), MEMBERS[m].to_vec(), k), d);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Op::ForgedHandle(h, k) => {
+                        // Live only if it happens to be the handle of a tracked member.
+                        let owner = (0..GROUPS.len())
+                            .flat_map(|g| (0..MEMBERS.len()).map(move |m| (g, m)))
+                            .find(|&(g, m)| t.handle(GROUPS[g], MEMBERS[m]).map(|x| x.0) == Some(h));
+                        let result = t.set_deadline_by_handle(h, k, now);
+                        match owner {
+                            Some((g, m)) => {
+                                prop_assert_eq!(result, Ok(()));
+                                model.insert((GROUPS[g].to_vec(), MEMBERS[m].to_vec(), k), now);
+                                live.insert(h, (g, m));
+                                issued.push(h);
+                            }
+                            None => prop_assert_eq!(result, Err(StaleHandle { index: 0, handle: h })),
+                        }
+                    }
+                }
+                // A handle dies with the last pending deadline of its member.
+                live.retain(|_, &mut (g, m)| tracked(&model, g, m));
+                for &h in &issued {
+                    prop_assert_eq!(t.is_live(h), live.contains_key(&h), "liveness of handle {}", h);
                 }
                 prop_assert_eq!(t.len(), model.len());
                 if let Err(e) = t.check_invariants() {

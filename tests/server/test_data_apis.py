@@ -27,6 +27,7 @@ from kio.static.constants import EntityType
 from log_batches import BASE_TS, build_batch, read_records
 
 from groupcoord.errors import UnsupportedVersionError
+from groupcoord.protocol.null_check import null_arrays
 from groupcoord.server.data_apis import (
     API_CREATE_TOPICS,
     API_DELETE_TOPICS,
@@ -981,6 +982,8 @@ def test_any_decodable_request_gets_an_encodable_response(data: st.DataObject) -
     try:
         request, _ = entity_reader(cls)(bytes(mutated), 0)
     except Exception:  # kio refused the bytes: the server never gets this far
+        return
+    if null_arrays(request):  # the wire codec refuses these frames before any handler
         return
     response = b.apis.handle(api, request)
     if response is None:

@@ -269,3 +269,166 @@ def test_rust_expire_returns_expired_instances_sharing_group_strings() -> None:
     out = t.expire(1)
     assert all(type(e) is Expired for e in out)
     assert out[0].group is out[1].group  # one str object per run of a group
+
+
+# --- handles ------------------------------------------------------------------------------
+
+
+def test_handle_is_stable_while_live_and_heartbeats_its_own_member(
+    make: Callable[..., Table],
+) -> None:
+    t = make()
+    t.heartbeat("g", "a", 0, 100)
+    t.expect_join("g", "b", 50)  # any pending deadline makes a member tracked
+    a, b = t.handle("g", "a"), t.handle("g", "b")
+    assert a != b
+    assert t.handle("g", "a") == a
+    assert all(type(h) is int and 0 <= h < 2**63 for h in (a, b))
+    t.heartbeat_handle(a, 10, 100)
+    t.heartbeat_handle(b, 20, 5)
+    assert t.deadline("g", "a", SESSION) == 110
+    assert (t.deadline("g", "b", SESSION), t.deadline("g", "b", JOIN)) == (25, 50)
+    assert t.expire(200) == [
+        ("g", "b", SESSION, 25),
+        ("g", "b", JOIN, 50),
+        ("g", "a", SESSION, 110),
+    ]
+
+
+def test_untracked_member_has_no_handle(make: Callable[..., Table]) -> None:
+    t = make()
+    with pytest.raises(KeyError, match="member 'm' of group 'g' has no pending deadline"):
+        t.handle("g", "m")
+    with pytest.raises(TypeError, match="member must be a str, not NoneType"):
+        t.handle("g", None)
+
+
+@pytest.mark.parametrize("how", ["expiry", "clear-all", "clear-last-kind", "remove-group"])
+def test_handle_goes_stale_with_the_last_pending_deadline(
+    make: Callable[..., Table], how: str
+) -> None:
+    t = make()
+    t.heartbeat("g", "m", 0, 10)
+    t.heartbeat("g", "other", 0, 1_000)
+    h = t.handle("g", "m")
+    other = t.handle("g", "other")
+    if how == "expiry":
+        assert t.expire(10) == [("g", "m", SESSION, 10)]
+    elif how == "clear-all":
+        t.clear("g", "m")
+    elif how == "clear-last-kind":
+        t.clear("g", "m", SESSION)
+    else:
+        t.remove_group("g")
+    with pytest.raises(KeyError, match=f"{h} is not a live handle"):
+        t.heartbeat_handle(h, 20, 10)
+    assert ("g", "m") not in t
+    if how != "remove-group":
+        t.heartbeat_handle(other, 20, 1_000)  # the other member's handle is unaffected
+        assert t.deadline("g", "other", SESSION) == 1_020
+
+
+def test_handle_outlives_an_expired_session_while_another_deadline_is_pending(
+    make: Callable[..., Table],
+) -> None:
+    t = make()
+    t.heartbeat("g", "m", 0, 10)
+    t.expect_sync("g", "m", 100)
+    h = t.handle("g", "m")
+    assert t.expire(10) == [("g", "m", SESSION, 10)]
+    t.heartbeat_handle(h, 10, 10)  # SYNC still pending: the member and its handle live on
+    assert t.deadline("g", "m", SESSION) == 20
+    assert t.handle("g", "m") == h
+
+
+def test_stale_handle_never_reaches_the_member_that_reuses_its_slot(
+    make: Callable[..., Table],
+) -> None:
+    t = make()
+    t.heartbeat("g", "first", 0, 10)
+    stale = t.handle("g", "first")
+    t.expire(10)
+    # The Rust table hands the freed slot to the next member (with a new generation).
+    t.heartbeat("g", "second", 10, 10)
+    t.heartbeat("g", "first", 10, 10)  # the same ids again: a new member, a new handle
+    fresh = t.handle("g", "first")
+    assert stale not in (fresh, t.handle("g", "second"))
+    with pytest.raises(KeyError, match="not a live handle"):
+        t.heartbeat_handle(stale, 10, 1_000)
+    with pytest.raises(KeyError, match="not a live handle"):
+        t.heartbeat_handles([fresh, stale], 10, 1_000)
+    assert t.deadline("g", "second", SESSION) == t.deadline("g", "first", SESSION) == 20
+    t.heartbeat_handle(fresh, 10, 1_000)
+    assert t.deadline("g", "first", SESSION) == 1_010
+
+
+@pytest.mark.parametrize(
+    "shape", ["list", "tuple", "array-q", "array-Q", "memoryview", "generator", "timeouts"]
+)
+def test_heartbeat_handles_is_heartbeat_handle_in_order(
+    make: Callable[..., Table], shape: str
+) -> None:
+    one, many = make(), make()
+    for t in (one, many):
+        t.heartbeat_many(["g", "h", "g"], ["a", "b", "c"], 0, 1_000)
+    hs1 = [one.handle(g, m) for g, m in [("g", "c"), ("h", "b"), ("g", "a"), ("h", "b")]]
+    hs2 = [many.handle(g, m) for g, m in [("g", "c"), ("h", "b"), ("g", "a"), ("h", "b")]]
+    timeouts = [10, 20, 30, 40]  # ("h", "b") twice: the last heartbeat wins
+    per_item = shape == "timeouts"
+    for h, to in zip(hs1, timeouts, strict=True):
+        one.heartbeat_handle(h, 5, to if per_item else 10)
+    arg: object = {
+        "list": hs2,
+        "tuple": tuple(hs2),
+        "array-q": array("q", hs2),
+        "array-Q": array("Q", hs2),
+        "memoryview": memoryview(array("q", hs2)),
+        "generator": (h for h in hs2),
+        "timeouts": hs2,
+    }[shape]
+    many.heartbeat_handles(arg, 5, array("q", timeouts) if per_item else 10)
+    for g, m in [("g", "a"), ("h", "b"), ("g", "c")]:
+        assert one.deadline(g, m, SESSION) == many.deadline(g, m, SESSION)
+    assert one.expire(10_000) == many.expire(10_000)
+    assert many.heartbeat_handles([], 0, 1) is None  # an empty batch is fine
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "message"),
+    [
+        (lambda t, h: t.heartbeat_handle(-1, 0, 1), ValueError, "handle must be a non-negative"),
+        (lambda t, h: t.heartbeat_handle(2**64, 0, 1), ValueError, "below 2\\*\\*64"),
+        (lambda t, h: t.heartbeat_handle(None, 0, 1), TypeError, "handle must be an int"),
+        (lambda t, h: t.heartbeat_handle(True, 0, 1), TypeError, "handle must be an int, not bool"),
+        (lambda t, h: t.heartbeat_handle(h, 0.5, 1), TypeError, "now_ms must be an int"),
+        (lambda t, h: t.heartbeat_handle(h, 0, -1), ValueError, "session_timeout_ms must be >= 0"),
+        (lambda t, h: t.heartbeat_handle(h, 2**63 - 1, 1), ValueError, "overflows"),
+        (lambda t, h: t.heartbeat_handle(h + 2**32, 0, 1), KeyError, "not a live handle"),
+        (lambda t, h: t.heartbeat_handles(str(h), 0, 1), TypeError, "handles must be a sequence"),
+        (lambda t, h: t.heartbeat_handles([h, -1], 0, 1), ValueError, r"handles\[1\] must be"),
+        (lambda t, h: t.heartbeat_handles(array("q", [h, -2]), 0, 1), ValueError, r"handles\[1\]"),
+        (lambda t, h: t.heartbeat_handles([h, None], 0, 1), TypeError, r"handles\[1\] must be an"),
+        (lambda t, h: t.heartbeat_handles([h], None, 1), TypeError, "now_ms must be an int"),
+        (lambda t, h: t.heartbeat_handles([h, h], 0, [1]), ValueError, "has 1 elements but han"),
+        (lambda t, h: t.heartbeat_handles([h, h], 0, [1, -1]), ValueError, r"\[1\]: .*>= 0"),
+        (lambda t, h: t.heartbeat_handles([h], 0, -1), ValueError, "session_timeout_ms must be"),
+        (lambda t, h: t.heartbeat_handles([h, h + 1], 0, 1), KeyError, r"handles\[1\]: \d+ is not"),
+        # Argument errors come before any handle is looked at.
+        (lambda t, h: t.heartbeat_handles([h + 1], 0, -1), ValueError, ">= 0"),
+    ],
+)
+def test_bad_handle_input_is_refused_clearly_and_changes_nothing(
+    make: Callable[..., Table],
+    call: Callable[[Table, int], object],
+    exc: type[Exception],
+    message: str,
+) -> None:
+    t = make(0)
+    t.heartbeat("g", "keep", 0, 1_000)
+    h = t.handle("g", "keep")
+    # h + 1 names no member: one member only, and neither numbering puts one there.
+    with pytest.raises(exc, match=message):
+        call(t, h)
+    assert len(t) == 1
+    assert t.deadline("g", "keep", SESSION) == 1_000
+    assert t.handle("g", "keep") == h

@@ -66,7 +66,7 @@ def outcome(fn: Any, *args: Any) -> tuple[str, Any]:
     example-based tests; here the point is that both sides fail the same way)."""
     try:
         return ("ok", fn(*args))
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, KeyError) as e:
         return ("error", type(e).__name__)
 
 
@@ -172,11 +172,26 @@ timeouts = st.one_of(st.integers(0, 200), st.sampled_from([6_000, 45_000, 300_00
 
 
 class ExpiryComparison(RuleBasedStateMachine):
+    """Handles are opaque and numbered differently by the two sides (the Rust table packs a
+    slot and its generation, the reference counts), so the machine keeps every handle pair
+    it was given, (rust, reference), and later passes each side its own, including pairs
+    gone stale by expiry, clear or remove_group, and ones whose Rust slot was reused."""
+
     def __init__(self) -> None:
         super().__init__()
         self.now = 0
         self.rust = groupcoord.MemberExpiry(0)
         self.ref = ref_expiry.MemberExpiry(0)
+        self.handles: list[tuple[int, int]] = []
+        self.handle_owner: dict[tuple[int, int], tuple[str, str]] = {}
+
+    def both_by_handle(self, method: str, pairs: list[tuple[int, int]], *args: Any) -> Any:
+        """``method`` with the Rust handles on the Rust table and the reference's on the
+        reference; a list of pairs becomes each side's list (the batch form)."""
+        got = outcome(getattr(self.rust, method), [r for r, _ in pairs], *args)
+        want = outcome(getattr(self.ref, method), [f for _, f in pairs], *args)
+        assert got == want, f"{method}{pairs, args}: rust {got} != reference {want}"
+        return got[1]
 
     def both(self, method: str, *args: Any) -> Any:
         got = outcome(getattr(self.rust, method), *args)
@@ -202,6 +217,81 @@ class ExpiryComparison(RuleBasedStateMachine):
         ms = [m for _, m, _ in batch]
         ts: int | array[int] = 100 if one_timeout else array("q", [t for _, _, t in batch])
         self.both("heartbeat_many", gs, ms, self.now + offset, ts)
+
+    @rule(group=groups, member=members)
+    def handle(self, group: str, member: str) -> None:
+        got = outcome(self.rust.handle, group, member)
+        want = outcome(self.ref.handle, group, member)
+        assert got[0] == want[0], f"handle({group!r}, {member!r}): rust {got} != ref {want}"
+        if got[0] == "error":
+            assert got == want == ("error", "KeyError")
+            return
+        pair = (got[1], want[1])
+        assert 0 <= pair[0] < 2**63
+        # A live member keeps its handle: asking again gives the same one on both sides.
+        assert (self.rust.handle(group, member), self.ref.handle(group, member)) == pair
+        self.handles.append(pair)
+        self.handle_owner[pair] = (group, member)
+
+    @rule(pick=st.integers(0, 2**16), offset=st.integers(-50, 50), timeout=timeouts)
+    @precondition(lambda self: self.handles)
+    def heartbeat_handle(self, pick: int, offset: int, timeout: int) -> None:
+        rust_h, ref_h = self.handles[pick % len(self.handles)]
+        args = (clamp(self.now + offset), timeout)
+        got = outcome(self.rust.heartbeat_handle, rust_h, *args)
+        want = outcome(self.ref.heartbeat_handle, ref_h, *args)
+        assert got == want, f"heartbeat_handle{rust_h, ref_h, args}: rust {got} != ref {want}"
+
+    @rule(
+        picks=st.lists(st.integers(0, 2**16), max_size=8),
+        per_item=st.booleans(),
+        offset=st.integers(-50, 50),
+        buffer=st.booleans(),
+    )
+    @precondition(lambda self: self.handles)
+    def heartbeat_handles(
+        self, picks: list[int], per_item: bool, offset: int, buffer: bool
+    ) -> None:
+        pairs = [self.handles[p % len(self.handles)] for p in picks]
+        ts: int | list[int] = [(p * 7) % 300 for p in picks] if per_item else 100
+        rust_hs: list[int] | array[int] = [r for r, _ in pairs]
+        ref_hs: list[int] | array[int] = [f for _, f in pairs]
+        if buffer:
+            rust_hs, ref_hs = array("q", rust_hs), array("Q", ref_hs)
+        got = outcome(self.rust.heartbeat_handles, rust_hs, self.now + offset, ts)
+        want = outcome(self.ref.heartbeat_handles, ref_hs, self.now + offset, ts)
+        assert got == want, f"heartbeat_handles{pairs}: rust {got} != ref {want}"
+
+    @rule(
+        bad=st.sampled_from(
+            [
+                ("heartbeat_handle", (-1, 0, 1)),
+                ("heartbeat_handle", (2**64, 0, 1)),
+                ("heartbeat_handle", (None, 0, 1)),
+                ("heartbeat_handle", (True, 0, 1)),
+                ("heartbeat_handles", ([0, -1], 0, 1)),
+                ("heartbeat_handles", ("0", 0, 1)),
+                ("heartbeat_handles", ([0, 1.5], 0, 1)),
+                ("heartbeat_handles", ([0], 0, [1, 2])),
+                ("handle", ("g0", None)),
+            ]
+        )
+    )
+    def bad_handle_input(self, bad: tuple[str, tuple[object, ...]]) -> None:
+        method, args = bad
+        assert self.both(method, *args) in ("TypeError", "ValueError")
+
+    @rule(
+        pick=st.integers(0, 2**16),
+        at_and_timeout=st.sampled_from([(0, -1), (I64_MAX, 1), (1, I64_MAX)]),
+    )
+    @precondition(lambda self: self.handles)
+    def bad_timeout_by_handle_wins_over_staleness(
+        self, pick: int, at_and_timeout: tuple[int, int]
+    ) -> None:
+        # Bad arguments are reported before a handle is looked at, live or stale.
+        pair = self.handles[pick % len(self.handles)]
+        assert self.both_by_handle("heartbeat_handles", [pair], *at_and_timeout) == "ValueError"
 
     @rule(group=groups, member=members, offset=offsets)
     def expect_join(self, group: str, member: str, offset: int) -> None:
@@ -249,6 +339,14 @@ class ExpiryComparison(RuleBasedStateMachine):
     def bad_input(self, bad: tuple[str, tuple[object, ...]]) -> None:
         method, args = bad
         assert self.both(method, *args) in ("TypeError", "ValueError")
+
+    @invariant()
+    def handles_live_and_die_together(self) -> None:
+        # A handle is live iff asking its member for a handle gives it back.
+        for (rust_h, ref_h), (g, m) in self.handle_owner.items():
+            rust_live = outcome(self.rust.handle, g, m) == ("ok", rust_h)
+            ref_live = outcome(self.ref.handle, g, m) == ("ok", ref_h)
+            assert rust_live == ref_live, f"handle of {(g, m)}: live in rust {rust_live}"
 
     @invariant()
     def same_state(self) -> None:

@@ -6,6 +6,10 @@ per group, a dict ``member -> number of pending kinds`` so ``remove_group`` touc
 that group. Tuple order on the heap is exactly the documented expiry order:
 ``(deadline_ms, group, member, kind)`` with ``str`` order for ids and SESSION < JOIN < SYNC.
 
+Handles are plain counters handed out on first request and never reused (two dicts map
+them to ``(group, member)`` and back), so a stale handle can never name another member;
+they are forgotten with the member, exactly when the Rust table's generation moves on.
+
 Behaviour, including errors, is the same as the Rust table's; see ``_core.pyi``.
 """
 
@@ -13,9 +17,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple, cast
 
-from groupcoord.reference.timer import check_len, check_ms, ms_or_many, seq_arg
+from groupcoord.reference.timer import check_key, check_len, check_ms, ms_or_many, seq_arg
 
 __all__ = ["JOIN", "KINDS", "SESSION", "SYNC", "Expired", "Kind", "MemberExpiry"]
 
@@ -30,6 +34,10 @@ _KIND_INDEX: Final[dict[str, int]] = {SESSION: 0, JOIN: 1, SYNC: 2}
 
 _I64_LIMIT = 1 << 63
 _COMPACT_SLACK = 64
+_NOT_LIVE = (
+    "is not a live handle: its member has no pending deadline (it expired, was cleared or "
+    "its group was removed), or it was never issued"
+)
 
 
 class Expired(NamedTuple):
@@ -72,13 +80,26 @@ def _session_deadline(now: int, timeout: int) -> int:
 class MemberExpiry:
     """Reference per-(group, member) SESSION / JOIN / SYNC deadlines."""
 
-    __slots__ = ("_deadlines", "_heap", "_member_count", "_members", "_now")
+    __slots__ = (
+        "_deadlines",
+        "_handle_of",
+        "_heap",
+        "_member_count",
+        "_member_of",
+        "_members",
+        "_next_handle",
+        "_now",
+    )
 
     def __init__(self, now_ms: int = 0) -> None:
         self._now = check_ms(now_ms, "now_ms")
         self._deadlines: dict[tuple[str, str, int], int] = {}
         self._members: dict[str, dict[str, int]] = {}
         self._member_count = 0
+        # Handles of tracked members that were asked for one, both ways.
+        self._handle_of: dict[tuple[str, str], int] = {}
+        self._member_of: dict[int, tuple[str, str]] = {}
+        self._next_handle = 0
         # (deadline, group, member, kind index); live iff _deadlines holds that deadline.
         self._heap: list[tuple[int, str, str, int]] = []
 
@@ -140,6 +161,58 @@ class MemberExpiry:
         for g, m, d in zip(gs, ms, deadlines, strict=True):
             self._set(g, m, 0, d)
 
+    def handle(self, group: str, member: str) -> int:
+        g = _str_arg(group, "group")
+        m = _str_arg(member, "member")
+        key = (g, m)
+        h = self._handle_of.get(key)
+        if h is not None:
+            return h
+        pending = self._members.get(g)
+        if pending is None or m not in pending:
+            raise KeyError(f"member {m!r} of group {g!r} has no pending deadline, so no handle")
+        h = self._next_handle
+        self._next_handle += 1
+        self._handle_of[key] = h
+        self._member_of[h] = key
+        return h
+
+    def heartbeat_handle(self, handle: int, now_ms: int, session_timeout_ms: int) -> None:
+        h = check_key(handle, "handle")
+        now = check_ms(now_ms, "now_ms")
+        timeout = check_ms(session_timeout_ms, "session_timeout_ms")
+        deadline = _session_deadline(now, timeout)
+        key = self._member_of.get(h)
+        if key is None:
+            raise KeyError(f"{h} {_NOT_LIVE}")
+        self._set(key[0], key[1], 0, deadline)
+
+    def heartbeat_handles(
+        self, handles: Iterable[int], now_ms: int, session_timeout_ms: int | Iterable[int]
+    ) -> None:
+        # Same validation order as the Rust binding (see heartbeat_many).
+        hs = [check_key(h, f"handles[{i}]") for i, h in enumerate(seq_arg(handles, "handles"))]
+        now = check_ms(now_ms, "now_ms")
+        timeouts = ms_or_many(session_timeout_ms, "session_timeout_ms")
+        check_len(timeouts, "session_timeout_ms", len(hs), "handles")
+        if isinstance(timeouts, int):
+            deadline = _session_deadline(now, timeouts)
+            deadlines = [deadline] * len(hs)
+        else:
+            deadlines = []
+            for i, t in enumerate(timeouts):
+                try:
+                    deadlines.append(_session_deadline(now, t))
+                except ValueError as e:
+                    raise ValueError(f"session_timeout_ms[{i}]: {e}") from None
+        member_of = self._member_of
+        keys = [member_of.get(h) for h in hs]
+        if None in keys:
+            i = keys.index(None)
+            raise KeyError(f"handles[{i}]: {hs[i]} {_NOT_LIVE}")
+        for (g, m), d in zip(cast("list[tuple[str, str]]", keys), deadlines, strict=True):
+            self._set(g, m, 0, d)
+
     def expect_join(self, group: str, member: str, deadline_ms: int) -> None:
         g = _str_arg(group, "group")
         m = _str_arg(member, "member")
@@ -182,6 +255,13 @@ class MemberExpiry:
         self._member_count -= 1
         if not pending:
             del self._members[group]
+        if self._handle_of:
+            self._drop_handle(group, member)
+
+    def _drop_handle(self, group: str, member: str) -> None:
+        h = self._handle_of.pop((group, member), None)
+        if h is not None:
+            del self._member_of[h]
 
     def clear(self, group: str, member: str, kind: Kind | None = None) -> bool:
         g = _str_arg(group, "group")
@@ -203,6 +283,8 @@ class MemberExpiry:
         for m in pending:
             for k in (0, 1, 2):
                 pop((g, m, k), None)
+            if self._handle_of:
+                self._drop_handle(g, m)
         self._member_count -= len(pending)
         return len(pending)
 

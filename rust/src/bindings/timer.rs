@@ -12,13 +12,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use pyo3::buffer::{ElementType, PyUntypedBuffer};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-use crate::expiry::{self, ExpiryError, Kind, MemberExpiry};
+use crate::expiry::{self, ExpiryError, Kind, MemberExpiry, StaleHandle};
 use crate::timer::{Deadlines, Fired, TimeWentBackwards, TimerWheel};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -608,6 +608,20 @@ fn expiry_err(e: ExpiryError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// KeyError for a handle that names no live member; `batch` names the argument of a batch
+/// call, whose element is then given by index.
+fn stale_err(e: StaleHandle, batch: Option<&str>) -> PyErr {
+    let message = format!(
+        "{} is not a live handle: its member has no pending deadline (it expired, was \
+         cleared or its group was removed), or it was never issued",
+        e.handle
+    );
+    PyKeyError::new_err(match batch {
+        Some(what) => format!("{}: {message}", Arg::Item(what, e.index)),
+        None => message,
+    })
+}
+
 // ---------------------------------------------------------------------------------------
 // TimerWheel
 // ---------------------------------------------------------------------------------------
@@ -965,6 +979,72 @@ impl MemberExpiryPy {
         }
         self.table.set_deadlines(Kind::Session, &items);
         Ok(())
+    }
+
+    /// The member's handle, for `heartbeat_handle(s)`: live while the member has a pending
+    /// deadline. KeyError if it has none.
+    fn handle(&self, group: &Bound<'_, PyAny>, member: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let g = utf8(group, Arg::Name("group"))?;
+        let m = utf8(member, Arg::Name("member"))?;
+        match self.table.handle(g.bytes(), m.bytes()) {
+            Some(h) => Ok(h.0),
+            None => Err(PyKeyError::new_err(format!(
+                "member {} of group {} has no pending deadline, so no handle",
+                member.repr()?,
+                group.repr()?
+            ))),
+        }
+    }
+
+    /// `heartbeat` of the member `handle` names, without looking its ids up.
+    fn heartbeat_handle(
+        &mut self,
+        handle: &Bound<'_, PyAny>,
+        now_ms: &Bound<'_, PyAny>,
+        session_timeout_ms: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let h = to_key(handle, Arg::Name("handle"))?;
+        let now = to_ms(now_ms, Arg::Name("now_ms"))?;
+        let timeout = to_ms(session_timeout_ms, Arg::Name("session_timeout_ms"))?;
+        let deadline = expiry::session_deadline(now, timeout).map_err(expiry_err)?;
+        self.table
+            .set_deadline_by_handle(h, Kind::Session, deadline)
+            .map_err(|e| stale_err(e, None))
+    }
+
+    /// Many heartbeats by handle (a sequence or 8-byte integer buffer) at `now_ms`;
+    /// `session_timeout_ms` is one int or a parallel sequence/buffer. Atomic.
+    fn heartbeat_handles(
+        &mut self,
+        handles: &Bound<'_, PyAny>,
+        now_ms: &Bound<'_, PyAny>,
+        session_timeout_ms: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let handles = keys_arg(handles, "handles")?;
+        let now = to_ms(now_ms, Arg::Name("now_ms"))?;
+        let timeouts = MsArg::parse(session_timeout_ms, "session_timeout_ms")?;
+        timeouts.check_len("session_timeout_ms", handles.len(), "handles")?;
+        let each: Vec<i64>;
+        let deadlines = match &timeouts {
+            MsArg::Scalar(t) => {
+                Deadlines::All(expiry::session_deadline(now, *t).map_err(expiry_err)?)
+            }
+            MsArg::PerItem(ts) => {
+                each = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &t)| {
+                        expiry::session_deadline(now, t).map_err(|e| {
+                            PyValueError::new_err(format!("session_timeout_ms[{i}]: {e}"))
+                        })
+                    })
+                    .collect::<PyResult<_>>()?;
+                Deadlines::Each(&each)
+            }
+        };
+        self.table
+            .set_deadlines_by_handle(Kind::Session, &handles, deadlines)
+            .map_err(|e| stale_err(e, Some("handles")))
     }
 
     /// Sets the member's JOIN deadline (replacing an earlier one).
