@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from helpers import (
-    HEARTBEAT_INTERVAL_MS,
     SESSION_TIMEOUT_MS,
     ConsumerGroup,
     ConsumerProcess,
@@ -105,10 +104,10 @@ def group_lifecycle(
             "a owns 12 after b's session timeout",
         )
         took_over = a.events("assigned")[-1].t
-        # b's session ends one session timeout after its last heartbeat, which came at
-        # most one heartbeat interval before it was killed
-        earliest = killed_at + (SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS - 300) / 1000
-        assert took_over >= earliest, took_over - killed_at
+        # It is b's session that ends (Kafka does not drop a member when its connection
+        # drops): not before about a session timeout. The bound is half of one, since b's
+        # last heartbeat may have come late on a busy machine.
+        assert took_over - killed_at >= SESSION_TIMEOUT_MS / 2000, took_over - killed_at
 
         # -- two members join: watch what a revokes
         mark_a = a.mark()
