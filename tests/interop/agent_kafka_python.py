@@ -1,11 +1,14 @@
 """Consumer agent running kafka-python's KafkaConsumer (see agent_common for the protocol).
 
+``AGENT_DEBUG=1`` puts kafka-python's DEBUG log (every request and response) on stderr.
+
 Usage: ``python agent_kafka_python.py '<AgentSettings as JSON>'``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 from typing import Any
 
@@ -55,6 +58,8 @@ def main() -> None:
     settings = AgentSettings.from_argv()
     # the client's own account of joins, fetches and errors, for a failing test to show
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if os.environ.get("AGENT_DEBUG"):  # kafka-python's DEBUG log: every request and answer
+        logging.getLogger("kafka").setLevel(logging.DEBUG)
     reporter = Reporter()
     inbox = start_command_reader()
     consumer = KafkaConsumer(
@@ -71,6 +76,14 @@ def main() -> None:
         client_id=f"agent-{settings.instance_id or 'dynamic'}",
     )
     eager = "cooperative" not in settings.assignor
+    # Know the topics before joining. Otherwise, with no initial rebalance delay, the first
+    # member leads a group before its first metadata arrives, assigns nothing, and rejoins
+    # as soon as metadata comes; kafka-python 3.0.12 sometimes livelocks in that rejoin
+    # (poll spins with need_rejoin False, the SyncGroup answer it logged as received is
+    # never applied, no heartbeat follows). Seen against groupcoord serve; Kafka's 3 s
+    # default delay hides the race.
+    for topic in settings.topics:
+        consumer.partitions_for_topic(topic)
     consumer.subscribe(list(settings.topics), listener=Listener(reporter, consumer, eager))
     reporter.emit("started")
     generation = -1

@@ -31,11 +31,8 @@ AGENT_SCRIPTS = {
 
 #: server flags that make rebalances quick enough for CI
 FAST_GROUP_FLAGS = (
-    "--group-min-session-timeout-ms",
-    "1000",
-    "--group-initial-rebalance-delay-ms",
-    "0",
-)
+    "--group-min-session-timeout-ms", "1000", "--group-initial-rebalance-delay-ms", "0",
+)  # fmt: skip
 
 SESSION_TIMEOUT_MS = 4000
 HEARTBEAT_INTERVAL_MS = 400
@@ -218,11 +215,11 @@ class ConsumerGroup:
         self.defaults = replace(self.defaults, **overrides)
         self.members: list[ConsumerProcess] = []
 
-    def spawn(self, **overrides: Any) -> ConsumerProcess:
-        name = f"{self.client}-{len(self.members)}"
-        member = ConsumerProcess(
-            self.client, replace(self.defaults, **overrides), name, self.log_dir
-        )
+    def spawn(self, client: str | None = None, **overrides: Any) -> ConsumerProcess:
+        """A new member; ``client`` picks another client library than the group's."""
+        client = client or self.client
+        name = f"{client}-{len(self.members)}"
+        member = ConsumerProcess(client, replace(self.defaults, **overrides), name, self.log_dir)
         self.members.append(member)
         return member
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from helpers import (
-    HEARTBEAT_INTERVAL_MS,
     SESSION_TIMEOUT_MS,
     ConsumerGroup,
     ConsumerProcess,
@@ -50,33 +49,49 @@ def _assigned_count(member: ConsumerProcess, since: int) -> int:
 
 
 def group_lifecycle(
-    bootstrap: str, client: str, assignor: str, log_dir: Path, *, cooperative: bool
+    bootstrap: str,
+    client: str,
+    assignor: str,
+    log_dir: Path,
+    *,
+    cooperative: bool,
+    sticky_on_leave: bool = True,
 ) -> None:
     """Three consumers share 12 partitions exactly once; one closes and its partitions move
     in one rebalance; one is SIGKILLed and the survivor owns everything once the session
     times out; two join, and a cooperative member revokes only the partitions that move
-    (an eager one revokes everything)."""
+    (an eager one revokes everything).
+
+    ``sticky_on_leave=False`` is for a cooperative assignor that may also move survivors'
+    partitions when a member leaves (kafka-python 3.0.12's own cooperative-sticky does,
+    now and then: its round one gave all of the leaver's partitions to one survivor), so
+    the move takes a second round; then two rounds are allowed, each partition revoked by
+    a survivor reaching the other only after the revocation."""
     with ConsumerGroup(
         client, bootstrap, f"life-{assignor}", [TOPIC], log_dir, assignor=assignor
     ) as group:
         a, b, c = group.spawn(), group.spawn(), group.spawn()
         wait_owned_exactly_once([a, b, c], ALL, [4, 4, 4], JOIN_TIMEOUT_S, "3 own 12")
         # a cooperative group may still be finishing its second round
-        wait_until(lambda: _quiet([a, b, c], 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
+        wait_until(lambda: quiet([a, b, c], 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
 
         # -- a graceful close (LeaveGroup): c's partitions move in one rebalance
         marks = {m.name: m.mark() for m in (a, b)}
         gens = {m.name: m.generation() for m in (a, b)}
         c.close()
         wait_owned_exactly_once([a, b], ALL, [6, 6], REBALANCE_TIMEOUT_S, "a, b own 12")
+        history = {m.name: m.events(since=marks[m.name]) for m in (a, b)}
+        rounds = 1 if sticky_on_leave else 2
         for m in (a, b):
-            assert _assigned_count(m, marks[m.name]) == 1, m.events(since=marks[m.name])
+            assert 1 <= _assigned_count(m, marks[m.name]) <= rounds, history
             if gens[m.name] is not None:
-                assert m.generation() == gens[m.name] + 1, m.events(since=marks[m.name])
-        if cooperative:
+                assert gens[m.name] < m.generation() <= gens[m.name] + rounds, history
+        if cooperative and sticky_on_leave:
             # nothing had to be revoked: c's partitions were free
             for m in (a, b):
-                assert not m.events("revoked", since=marks[m.name])
+                assert not m.events("revoked", since=marks[m.name]), history
+        elif cooperative:
+            _revoked_before_reassigned([a, b], marks)
 
         # -- a crash (SIGKILL): a owns everything once b's session has timed out
         killed_at = time.monotonic()
@@ -89,10 +104,10 @@ def group_lifecycle(
             "a owns 12 after b's session timeout",
         )
         took_over = a.events("assigned")[-1].t
-        # b's session ends one session timeout after its last heartbeat, which came at
-        # most one heartbeat interval before it was killed
-        earliest = killed_at + (SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS - 300) / 1000
-        assert took_over >= earliest, took_over - killed_at
+        # It is b's session that ends (Kafka does not drop a member when its connection
+        # drops): not before about a session timeout. The bound is half of one, since b's
+        # last heartbeat may have come late on a busy machine.
+        assert took_over - killed_at >= SESSION_TIMEOUT_MS / 2000, took_over - killed_at
 
         # -- two members join: watch what a revokes
         mark_a = a.mark()
@@ -120,6 +135,22 @@ def group_lifecycle(
             assert revoked and revoked[0] == before, (revoked, before)
 
 
+def _revoked_before_reassigned(members: Sequence[ConsumerProcess], marks: dict[str, int]) -> None:
+    """KIP-429 safety: a partition one member revoked reaches another only afterwards."""
+    revoked_at: dict[tuple[str, int], float] = {}
+    for m in members:
+        for event in m.events("revoked", since=marks[m.name]):
+            for tp in event.parts("removed"):
+                revoked_at.setdefault(tp, event.t)
+    for m in members:
+        for event in m.events("assigned", since=marks[m.name]):
+            for tp in event.parts("added"):
+                if tp in revoked_at and not any(
+                    tp in e.parts("removed") for e in m.events("revoked", since=marks[m.name])
+                ):
+                    assert event.t >= revoked_at[tp], (m.name, tp)
+
+
 def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: Path) -> None:
     """KIP-345: a static member restarted within its session timeout gets its partitions
     back without a rebalance: the others see no callback, the generation stays."""
@@ -136,7 +167,7 @@ def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: P
         members = [group.spawn(instance_id=f"instance-{i}") for i in range(3)]
         wait_owned_exactly_once(members, ALL, [4, 4, 4], JOIN_TIMEOUT_S, "3 static own 12")
         # the group may settle in more than one round (cooperative); let it
-        wait_until(lambda: _quiet(members, 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
+        wait_until(lambda: quiet(members, 1.0), REBALANCE_TIMEOUT_S, "the group to settle")
         a, b, c = members
         marks = {m.name: m.mark() for m in (a, b)}
         gen = c.generation()
@@ -154,7 +185,7 @@ def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: P
         # nothing happens to the others for longer than the session timeout: the old
         # incarnation's session must not expire into a rebalance either
         wait_until(
-            lambda: _quiet([a, b, c2], session_ms / 1000 + 1.0),
+            lambda: quiet([a, b, c2], session_ms / 1000 + 1.0),
             session_ms / 1000 + 15,
             "a quiet period after the restart",
         )
@@ -164,7 +195,7 @@ def static_member_restart(bootstrap: str, client: str, assignor: str, log_dir: P
         assert c2.owned() == c_owned
 
 
-def _quiet(members: Sequence[ConsumerProcess], seconds: float) -> bool:
+def quiet(members: Sequence[ConsumerProcess], seconds: float) -> bool:
     """No member has reported a partition movement or a new generation for ``seconds``."""
     moves = [e.t for m in members for e in m.events(*REBALANCE_EVENTS)]
     return not moves or time.monotonic() - max(moves) >= seconds

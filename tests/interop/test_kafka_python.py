@@ -31,10 +31,22 @@ def server(serve_factory: Callable[..., Server]) -> Server:
 
 
 @pytest.mark.parametrize(
-    ("assignor", "cooperative"), [("range", False), ("cooperative-sticky", True)]
+    ("assignor", "cooperative", "sticky_on_leave"),
+    [
+        ("range", False, True),
+        # kafka-python's own cooperative-sticky may need a second round on a leave
+        # (see scenarios.group_lifecycle); groupcoord's, through the adapter, never does
+        ("cooperative-sticky", True, False),
+        ("gc-cooperative-sticky", True, True),
+    ],
 )
-def test_group_lifecycle(server: Server, tmp_path: Path, assignor: str, cooperative: bool) -> None:
-    scenarios.group_lifecycle(server.bootstrap, CLIENT, assignor, tmp_path, cooperative=cooperative)
+def test_group_lifecycle(
+    server: Server, tmp_path: Path, assignor: str, cooperative: bool, sticky_on_leave: bool
+) -> None:
+    scenarios.group_lifecycle(
+        server.bootstrap, CLIENT, assignor, tmp_path,
+        cooperative=cooperative, sticky_on_leave=sticky_on_leave,
+    )  # fmt: skip
 
 
 def test_static_member_restart_causes_no_rebalance(server: Server, tmp_path: Path) -> None:

@@ -586,7 +586,9 @@ def test_server_survives_a_frame_storm(server: LiveServer) -> None:
 
     log = server.log()
     assert "Traceback" not in log, log[-5000:]
-    # every connection the server closed is in its log, with a reason
-    for port in tally.closed_ports[:200]:
-        assert re.search(rf":{port}\b.*", log), f"no log line for the connection from :{port}"
+    # every connection the server closed is in its log, with a reason (ports are reused
+    # over a run this long, so a port's latest reason stands for all its connections)
+    reasons = dict(re.findall(r"closing connection [\d.]+:(\d+): (\S.*)", log))
+    unexplained = sorted({p for p in tally.closed_ports if str(p) not in reasons})
+    assert not unexplained, f"closed without a logged reason: ports {unexplained[:20]}"
     assert server.stop() == 0
