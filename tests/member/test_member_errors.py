@@ -602,3 +602,14 @@ def test_a_revocation_not_yet_delivered_becomes_lost_when_the_membership_goes() 
     (lost,) = machine.peek_callbacks()
     assert lost.kind is CallbackKind.LOST
     assert lost.partitions == {TopicPartition("t", 0), TopicPartition("t", 1)}
+
+
+def test_request_failed_with_a_non_kafka_error_counts_as_a_transport_failure() -> None:
+    machine = MemberMachine(member_config(["t"], [COOP]))
+    machine.coordinator_found(0)
+    machine.poll(0)
+    (join,) = machine.next_requests(0)
+    machine.request_failed(join, ConnectionResetError, 1)  # type: ignore[arg-type]
+    assert not machine.coordinator_known and machine.state is MemberState.UNJOINED
+    machine.coordinator_found(200)
+    assert [type(r) for r in machine.next_requests(200)] == [JoinGroupRequest]

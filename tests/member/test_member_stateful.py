@@ -180,8 +180,8 @@ class MemberChurn(RuleBasedStateMachine):
 
 
 _SETTINGS = settings(
-    max_examples=25,
-    stateful_step_count=12,
+    max_examples=30,
+    stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -458,6 +458,8 @@ class MemberMachine:
         entry = self._inflight.get(request.correlation)
         if entry is None or entry.request is not request:
             return
+        if not (isinstance(error, type) and issubclass(error, KafkaError)):
+            error = NetworkException  # a socket error or the like: the transport failed
         if issubclass(error, _COORDINATOR_ERRORS):
             del self._inflight[request.correlation]
             self._requeue(entry)
