@@ -1,4 +1,5 @@
-"""A real ``groupcoord serve`` subprocess for tests that drive it with real clients.
+"""Fixtures shared by every test directory: ``serve_factory``, a real ``groupcoord serve``
+subprocess for tests that drive it with real clients (interop, member runner, fuzz, server).
 
 ``serve_factory(*extra_args)`` starts ``python -m groupcoord serve --port 0 ...`` (plus
 ``--memory`` unless the arguments name ``--data-dir`` or ``--memory``), waits for its
