@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
+
 from serve_process import ServerProcess, serve_args
 
 __all__ = ["ServerProcess", "serve_factory"]

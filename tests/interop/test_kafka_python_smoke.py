@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+
 from serve_process import ServerProcess
 
 TOPIC = "smoke"
