@@ -14,13 +14,14 @@ import json
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from agent_common import AgentSettings, Partition
+
+from waiting import wait_until
 
 HERE = Path(__file__).resolve().parent
 AGENT_SCRIPTS = {
@@ -39,8 +40,6 @@ HEARTBEAT_INTERVAL_MS = 400
 #: also the rebalance timeout of the Java-style clients: how long a join phase may wait
 MAX_POLL_INTERVAL_MS = 15000
 
-T = TypeVar("T")
-
 
 class Server(Protocol):
     """What the scenarios need of conftest's ``ServerProcess``."""
@@ -49,22 +48,6 @@ class Server(Protocol):
     def bootstrap(self) -> str: ...
 
     def restart(self) -> None: ...
-
-
-def wait_until(
-    condition: Callable[[], T], timeout: float, what: str, group: ConsumerGroup | None = None
-) -> T:
-    """Poll ``condition`` until it returns something truthy (which is returned); on a
-    timeout, the failure shows ``group``'s agents' recent stderr."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            extra = f"\n{group.diagnostics()}" if group is not None else ""
-            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}{extra}")
-        time.sleep(0.05)
 
 
 def partitions(topic: str, count: int) -> frozenset[Partition]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_runner import SERVER_ARGS
+from runner_helpers import SERVER_ARGS
 
 from groupcoord.errors import (
     NetworkException,

@@ -7,47 +7,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from test_runner import ALL, SERVER_ARGS, TOPIC, Ledger, Poller, balanced, wait_until
+from runner_helpers import ALL, SERVER_ARGS, TOPIC, Ledger, Poller, balanced
 
-from groupcoord.assignors import CooperativeStickyAssignor
 from groupcoord.errors import GroupcoordError
 from groupcoord.member import CommitFailedError, GroupMember, RebalanceListener
 from groupcoord.types import TopicPartition
+from waiting import wait_until
 
 
 @pytest.fixture
 def server(serve_factory: Callable[..., Any], tmp_path: Any) -> Any:
     # durable, so that a restart keeps the committed offsets
     return serve_factory(*SERVER_ARGS, "--data-dir", str(tmp_path))
-
-
-@pytest.fixture
-def make_member(server: Any) -> Iterator[Callable[..., GroupMember]]:
-    made: list[GroupMember] = []
-
-    def make(**overrides: Any) -> GroupMember:
-        settings: dict[str, Any] = {
-            "bootstrap_servers": server.bootstrap,
-            "group_id": "g",
-            "topics": [TOPIC],
-            "assignors": [CooperativeStickyAssignor()],
-            "session_timeout_ms": 1500,
-            "heartbeat_interval_ms": 300,
-            "max_poll_interval_ms": 6000,
-            "request_timeout_ms": 5000,
-        }
-        settings.update(overrides)
-        member = GroupMember(**settings)
-        made.append(member)
-        return member
-
-    yield make
-    for member in made:
-        member.close(timeout_ms=3000)
 
 
 def tp(partition: int) -> TopicPartition:

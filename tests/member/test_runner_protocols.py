@@ -3,44 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-from test_runner import ALL, SERVER_ARGS, TOPIC, Ledger, Poller, balanced, wait_until
+from runner_helpers import ALL, TOPIC, Ledger, Poller, balanced
 
 from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
 from groupcoord.member import GroupMember
 from groupcoord.types import TopicPartition
-
-
-@pytest.fixture
-def server(serve_factory: Callable[..., Any]) -> Any:
-    return serve_factory(*SERVER_ARGS)
-
-
-@pytest.fixture
-def make_member(server: Any) -> Iterator[Callable[..., GroupMember]]:
-    made: list[GroupMember] = []
-
-    def make(**overrides: Any) -> GroupMember:
-        settings: dict[str, Any] = {
-            "bootstrap_servers": server.bootstrap,
-            "group_id": "g",
-            "topics": [TOPIC],
-            "session_timeout_ms": 1500,
-            "heartbeat_interval_ms": 300,
-            "max_poll_interval_ms": 6000,
-            "request_timeout_ms": 5000,
-        }
-        settings.update(overrides)
-        member = GroupMember(**settings)
-        made.append(member)
-        return member
-
-    yield make
-    for member in made:
-        member.close(timeout_ms=3000)
+from waiting import wait_until
 
 
 def test_eager_members_revoke_everything_before_anyone_is_assigned(
@@ -94,8 +65,8 @@ def test_a_subscribed_topic_created_later_is_assigned_after_a_metadata_refresh(
 
     ledger = Ledger()
     refresh = {"topics": [TOPIC, "later"], "metadata_max_age_ms": 300}
-    a = Poller(make_member(listener=ledger.listener("a"), **refresh))
-    b = Poller(make_member(listener=ledger.listener("b"), **refresh))
+    a = Poller(make_member(assignors=None, listener=ledger.listener("a"), **refresh))
+    b = Poller(make_member(assignors=None, listener=ledger.listener("b"), **refresh))
     wait_until(lambda: balanced(a, b), 15, "a and b share the partitions of t")
 
     admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)
