@@ -37,6 +37,7 @@ from groupcoord.coordinator.offsets import (
     StoredState,
     StoreError,
 )
+from groupcoord.coordinator.sqlite_connect import connect_durable
 from groupcoord.types import TopicPartition
 
 __all__ = ["SCHEMA_VERSION", "SqliteOffsetStore"]
@@ -141,21 +142,9 @@ class SqliteOffsetStore:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
         self.path = os.fspath(path)
-        try:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=busy_timeout_s,
-                isolation_level=None,  # explicit BEGIN/COMMIT only
-                check_same_thread=False,
-            )
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open {self.path!r}: {e}") from e
+        conn = connect_durable(self.path, busy_timeout_s)
         self._conn: sqlite3.Connection | None = conn
         try:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal" and self.path != ":memory:":
-                raise StoreError(f"{self.path!r}: cannot use WAL journal mode (got {mode})")
-            conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None:

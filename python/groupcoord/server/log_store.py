@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from groupcoord.coordinator.offsets import StoreError
+from groupcoord.coordinator.sqlite_connect import connect_durable
 
 __all__ = [
     "LOG_SCHEMA_VERSION",
@@ -256,21 +257,9 @@ class SqliteLogStore:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
         self.path = os.fspath(path)
-        try:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=busy_timeout_s,
-                isolation_level=None,  # explicit BEGIN/COMMIT only
-                check_same_thread=False,
-            )
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open {self.path!r}: {e}") from e
+        conn = connect_durable(self.path, busy_timeout_s)
         self._conn: sqlite3.Connection | None = conn
         try:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal" and self.path != ":memory:":
-                raise StoreError(f"{self.path!r}: cannot use WAL journal mode (got {mode})")
-            conn.execute("PRAGMA synchronous=FULL")
             self._write(_init_schema)
         except sqlite3.Error as e:
             self.close()
