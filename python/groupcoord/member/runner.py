@@ -44,6 +44,7 @@ from groupcoord.member.connection import (
     PendingResponse,
     RetryBackoff,
 )
+from groupcoord.member.handles import CommitHandle, FetchHandle
 from groupcoord.member.listener import ListenerCall, RebalanceListener
 from groupcoord.member.machine import MemberMachine
 from groupcoord.member.requests import MEMBER_REQUEST_TYPES
@@ -236,17 +237,7 @@ class GroupMember:
         with self._lock:
             self._raise_if_failed()
             handle = self._machine.commit(dict(offsets), _now_ms())
-        self._wake.set()
-        with self._lock:
-            while not handle.done:
-                self._raise_if_failed()
-                remaining = deadline - _now_ms()
-                if remaining <= 0:
-                    raise RequestTimedOutError(f"commit not acknowledged within {timeout_ms} ms")
-                self._changed.wait(remaining / 1000)
-        if handle.error is not None:
-            raise handle.error
-        return None
+        self._await(handle, deadline, f"commit not acknowledged within {timeout_ms} ms")
 
     def committed(
         self, partitions: Iterable[TopicPartition], timeout_ms: int = DEFAULT_API_TIMEOUT_MS
@@ -258,17 +249,23 @@ class GroupMember:
         with self._lock:
             self._raise_if_failed()
             handle = self._machine.fetch_committed(frozenset(partitions), _now_ms())
+        self._await(handle, deadline, f"OffsetFetch not answered within {timeout_ms} ms")
+        return dict(handle.offsets)
+
+    def _await(self, handle: CommitHandle | FetchHandle, deadline_ms: int, timeout: str) -> None:
+        """Wake the heartbeat thread (which sends the request) and block until ``handle`` is
+        answered; raise its Kafka error, the member's fatal error, or RequestTimedOutError
+        with the ``timeout`` message once ``deadline_ms`` passes."""
         self._wake.set()
         with self._lock:
             while not handle.done:
                 self._raise_if_failed()
-                remaining = deadline - _now_ms()
+                remaining = deadline_ms - _now_ms()
                 if remaining <= 0:
-                    raise RequestTimedOutError(f"OffsetFetch not answered within {timeout_ms} ms")
+                    raise RequestTimedOutError(timeout)
                 self._changed.wait(remaining / 1000)
         if handle.error is not None:
             raise handle.error
-        return dict(handle.offsets)
 
     def close(self, timeout_ms: int = 30_000) -> None:
         """Leave the group (dynamic members; static members just stop, KIP-345), deliver the
