@@ -108,6 +108,18 @@ def test_decodes_what_the_generic_path_decodes(case: tuple[int, bytes]) -> None:
     assert decode_heartbeat_request(frame, 7) == generic_decode(frame, 7)
 
 
+@pytest.mark.parametrize("version", range(5))
+@pytest.mark.parametrize("length", [126, 127, 128, 300, 16_000])
+def test_long_strings_decode_like_the_generic_path(version: int, length: int) -> None:
+    """Compact string lengths of 127 bytes and more take two varint bytes (and another
+    reader than the common case); legacy ones are int16 whatever their length."""
+    text = ("\u00e9" * length)[: length // 2] + "x" * (length - length // 2 * 2)
+    for group, member, instance in [(text, "m", None), ("g", text, text), ("g", "m", text)]:
+        request = kio_heartbeat(version, group, 9, member, instance if version >= 3 else None)
+        frame = encode_request(12, version, 3, "client", request)[4:]
+        assert decode_heartbeat_request(frame, 7) == generic_decode(frame, 7)
+
+
 @given(
     heartbeat_frames(),
     st.lists(st.tuples(st.integers(0, 2**31 - 1), st.binary(max_size=20)), min_size=1, max_size=4),

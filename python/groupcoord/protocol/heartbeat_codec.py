@@ -50,6 +50,7 @@ _FLEXIBLE: Final = 4
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _HEADER = struct.Struct(">hhih")  # api key, version, correlation id, client id length
+_INT32_INT16 = struct.Struct(">ih")
 _RESPONSE_PREFIX = struct.Struct(">ii")  # frame size, correlation id
 
 
@@ -134,12 +135,131 @@ def _int32(frame: bytes, pos: int, name: str) -> tuple[int, int]:
     return _INT32.unpack_from(frame, pos)[0], pos + 4
 
 
+class _Irregular(Exception):
+    """Raised inside the common-case reader: let the careful reader decide."""
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _request(
+    version: int,
+    correlation: object,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    instance_id: str | None,
+) -> HeartbeatRequest:
+    """A HeartbeatRequest without its ``__post_init__`` checks, which cost as much as the
+    whole decoding: the readers here already guarantee what they check (str fields, an
+    int32 generation, a version of 0-4, no instance id before v3), and the differential
+    tests compare these requests with validated ones."""
+    request = _new(HeartbeatRequest)
+    _set(request, "version", version)
+    _set(request, "correlation", correlation)
+    _set(request, "group_id", group_id)
+    _set(request, "generation_id", generation_id)
+    _set(request, "member_id", member_id)
+    _set(request, "group_instance_id", instance_id)
+    return request
+
+
 def decode_heartbeat_request(
     frame: bytes, correlation: object = None
 ) -> tuple[int, HeartbeatRequest]:
     """``(correlation_id, request)`` of a Heartbeat request frame body (without its size
     prefix, header included); ``correlation`` goes into the request. The frame's first
-    four bytes must name Heartbeat v0-v4 (see :func:`heartbeat_prefixes`)."""
+    four bytes must name Heartbeat v0-v4 (see :func:`heartbeat_prefixes`).
+
+    The common case (strings under 128 bytes, no tagged fields) is read in one pass with
+    few calls; anything else, including every malformed frame, goes to the careful reader,
+    which gives the precise error.
+    """
+    try:
+        return _decode_common(frame, correlation)
+    except (_Irregular, IndexError, UnicodeDecodeError, struct.error):
+        return _decode_carefully(frame, correlation)
+
+
+def _decode_common(frame: bytes, correlation: object) -> tuple[int, HeartbeatRequest]:
+    size = len(frame)
+    api_key, version, correlation_id, length = _HEADER.unpack_from(frame, 0)
+    if api_key != HEARTBEAT_API_KEY or length < -1:
+        raise _Irregular
+    pos = _HEADER.size
+    if length > 0:
+        pos += length
+        if pos > size:
+            raise _Irregular
+        frame[_HEADER.size : pos].decode("utf-8")  # checked, not used
+    if version == _FLEXIBLE:
+        if frame[pos]:  # header tagged fields
+            raise _Irregular
+        # compact strings: one length byte (length + 1) when under 127 bytes
+        n = frame[pos + 1]
+        pos += 2
+        end = pos + n - 1
+        if not 0 < n < 0x80 or end > size:
+            raise _Irregular
+        group_id = frame[pos:end].decode("utf-8")
+        (generation_id,) = _INT32.unpack_from(frame, end)
+        pos = end + 5
+        n = frame[pos - 1]
+        end = pos + n - 1
+        if not 0 < n < 0x80 or end > size:
+            raise _Irregular
+        member_id = frame[pos:end].decode("utf-8")
+        n = frame[end]
+        if n == 0:
+            instance_id = None
+            pos = end + 1
+        else:
+            pos = end + 1
+            end = pos + n - 1
+            if n >= 0x80 or end > size:
+                raise _Irregular
+            instance_id = frame[pos:end].decode("utf-8")
+            pos = end
+        if pos != size - 1 or frame[pos]:  # body tagged fields, or trailing bytes
+            raise _Irregular
+        return correlation_id, _request(
+            version, correlation, group_id, generation_id, member_id, instance_id
+        )
+    if not 0 <= version < _FLEXIBLE:
+        raise _Irregular
+    (n,) = _INT16.unpack_from(frame, pos)
+    pos += 2
+    end = pos + n
+    if n < 0 or end > size:
+        raise _Irregular
+    group_id = frame[pos:end].decode("utf-8")
+    generation_id, n = _INT32_INT16.unpack_from(frame, end)
+    pos = end + 6
+    end = pos + n
+    if n < 0 or end > size:
+        raise _Irregular
+    member_id = frame[pos:end].decode("utf-8")
+    instance_id = None
+    if version >= 3:
+        (n,) = _INT16.unpack_from(frame, end)
+        pos = end + 2
+        if n == -1:
+            end = pos
+        else:
+            end = pos + n
+            if n < 0 or end > size:
+                raise _Irregular
+            instance_id = frame[pos:end].decode("utf-8")
+    if end != size:
+        raise _Irregular
+    return correlation_id, _request(
+        version, correlation, group_id, generation_id, member_id, instance_id
+    )
+
+
+def _decode_carefully(frame: bytes, correlation: object) -> tuple[int, HeartbeatRequest]:
+    """The general reader: any varint, tagged fields, and a precise error for bad bytes."""
     if len(frame) < _HEADER.size:
         raise MalformedFrameError(f"Heartbeat: header needs 10 bytes, frame has {len(frame)}")
     api_key, version, correlation_id, client_id_length = _HEADER.unpack_from(frame, 0)
@@ -174,15 +294,9 @@ def decode_heartbeat_request(
             f"Heartbeat v{version} payload has {len(frame) - pos} trailing bytes"
         )
     assert group_id is not None and member_id is not None  # non-nullable reads never return None
-    request = HeartbeatRequest(
-        version=version,
-        correlation=correlation,
-        group_id=group_id,
-        generation_id=generation_id,
-        member_id=member_id,
-        group_instance_id=instance_id,
+    return correlation_id, _request(
+        version, correlation, group_id, generation_id, member_id, instance_id
     )
-    return correlation_id, request
 
 
 # --------------------------------------------------------------------------------------
