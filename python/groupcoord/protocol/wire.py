@@ -139,20 +139,24 @@ class FrameBuffer:
     def feed(self, data: bytes) -> list[bytes]:
         if self._broken:
             raise FrameSizeError("the stream already had a bad frame size")
-        self._buf += data
+        buf = self._buf
+        buf += data
         frames: list[bytes] = []
         pos = 0
-        buf = self._buf
-        while len(buf) - pos >= 4:
-            try:
-                size = parse_frame_size(bytes(buf[pos : pos + 4]), self._max)
-            except FrameSizeError:
-                self._broken = True
-                raise
-            if len(buf) - pos - 4 < size:
-                break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
+        end = len(buf)
+        limit = self._max
+        # one copy per frame (a bytearray slice would copy twice), sizes read in place
+        with memoryview(buf) as view:
+            while end - pos >= 4:
+                (size,) = _SIZE.unpack_from(view, pos)
+                if not 0 <= size <= limit:
+                    self._broken = True
+                    parse_frame_size(view[pos : pos + 4].tobytes(), limit)  # raises
+                start = pos + 4
+                if end - start < size:
+                    break
+                pos = start + size
+                frames.append(view[start:pos].tobytes())
         del buf[:pos]
         return frames
 

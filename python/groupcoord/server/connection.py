@@ -166,6 +166,9 @@ class Connection:
             if data is not None:
                 assert isinstance(data, bytes)
                 batch.append(data)
+            replies = self._replies
+            while replies and type(replies[0]) is bytes:  # answered at once: no checks
+                batch.append(replies.popleft())  # type: ignore[arg-type]
             if not batch or self._next_is_ready():
                 continue
             writer.write(b"".join(batch) if len(batch) > 1 else batch[0])

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from groupcoord.coordinator import (
@@ -47,6 +47,12 @@ from groupcoord.protocol.group_messages import (
     GROUP_API_KEYS,
     to_coordinator_request,
     to_kio_response,
+)
+from groupcoord.protocol.heartbeat_codec import (
+    HEARTBEAT_API_KEY,
+    decode_heartbeat_request,
+    encode_heartbeat_response,
+    heartbeat_prefixes,
 )
 from groupcoord.protocol.wire import (
     API_VERSIONS_KEY,
@@ -100,6 +106,8 @@ class Dispatcher:
         self.data_apis = data_apis
         self.fetches = fetches
         self.versions = served_versions(data_api_versions)
+        # first four bytes (api key, version) of the Heartbeats we serve -> version
+        self._heartbeats = heartbeat_prefixes(*self.versions.get(HEARTBEAT_API_KEY, (0, -1)))
 
     def serves(self, api_key: int, version: int) -> bool:
         lo, hi = self.versions.get(api_key, (0, -1))
@@ -107,6 +115,8 @@ class Dispatcher:
 
     def dispatch(self, frame: bytes, client_host: str) -> Reply:
         """The reply to one request frame body (see the module docstring)."""
+        if frame[:4] in self._heartbeats:
+            return self._heartbeat(frame)
         try:
             header, offset = decode_request_header(frame)
         except UnsupportedApiError as e:
@@ -179,18 +189,23 @@ class Dispatcher:
         answered = self.groups.submit(ours)
         if not isinstance(answered, asyncio.Future):
             return self._encode_group(header, request, answered)
-        reply: asyncio.Future[bytes | None] = answered.get_loop().create_future()
+        return _encoded_later(answered, lambda r: self._encode_group(header, request, r))
 
-        def encode(done: asyncio.Future[AnyResponse]) -> None:
-            if reply.done():
-                return
-            if done.cancelled():
-                reply.cancel()
-                return
-            reply.set_result(self._encode_group(header, request, done.result()))
-
-        answered.add_done_callback(encode)
-        return reply
+    def _heartbeat(self, frame: bytes) -> Reply:
+        """The hot path: a Heartbeat read and answered without kio or the generic
+        mapping (:mod:`~groupcoord.protocol.heartbeat_codec`, byte-identical to it)."""
+        groups = self.groups
+        correlation_id, request = decode_heartbeat_request(frame, groups.new_correlation())
+        version = request.version
+        answered = groups.heartbeat(request)
+        if isinstance(answered, HeartbeatResponse):
+            return encode_heartbeat_response(correlation_id, version, answered.error_code)
+        # only once the gateway is closed (a cancelled future)
+        assert isinstance(answered, asyncio.Future)
+        return _encoded_later(
+            answered,
+            lambda r: encode_heartbeat_response(correlation_id, version, _error_code(r)),
+        )
 
     @staticmethod
     def _encode_group(header: RequestHeader, request: Any, response: AnyResponse) -> bytes:
@@ -201,6 +216,29 @@ class Dispatcher:
             return encode_response(
                 header, group_error_response(header, request, UnknownServerError)
             )
+
+
+def _encoded_later(
+    answered: asyncio.Future[AnyResponse], encode: Callable[[AnyResponse], bytes]
+) -> asyncio.Future[bytes | None]:
+    """A future of the reply frame of a response the coordinator releases later."""
+    reply: asyncio.Future[bytes | None] = answered.get_loop().create_future()
+
+    def encoded(done: asyncio.Future[AnyResponse]) -> None:
+        if reply.done():
+            return
+        if done.cancelled():
+            reply.cancel()
+            return
+        reply.set_result(encode(done.result()))
+
+    answered.add_done_callback(encoded)
+    return reply
+
+
+def _error_code(response: AnyResponse) -> int:
+    assert isinstance(response, HeartbeatResponse)
+    return response.error_code
 
 
 def _fail_from(task: asyncio.Task[None], reply: asyncio.Future[bytes | None]) -> None:

@@ -24,6 +24,7 @@ from groupcoord.coordinator import (
     AnyRequest,
     AnyResponse,
     GroupCoordinator,
+    HeartbeatRequest,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
@@ -103,6 +104,17 @@ class GroupGateway:
         if not self._issued(token):
             token = self.new_correlation()
             request = dataclasses.replace(request, correlation=token)
+        assert isinstance(token, int)
+        return self._handle(token, request)
+
+    def heartbeat(self, request: HeartbeatRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        """:meth:`submit` for a Heartbeat whose ``correlation`` came from
+        :meth:`new_correlation` (the server's hot path). The coordinator answers a
+        Heartbeat within ``handle`` itself, so this returns the response, and a cancelled
+        future only once the gateway is closed."""
+        if self._closed:
+            return self.submit(request)
+        token = request.correlation
         assert isinstance(token, int)
         return self._handle(token, request)
 
