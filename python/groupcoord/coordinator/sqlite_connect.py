@@ -7,11 +7,13 @@ acknowledge a write once its COMMIT returned. Failures become :class:`StoreError
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Callable
 
 from groupcoord.coordinator.offsets import StoreError
 
-__all__ = ["connect_durable"]
+__all__ = ["connect_durable", "write_transaction"]
 
 
 def connect_durable(path: str, busy_timeout_s: float) -> sqlite3.Connection:
@@ -39,3 +41,25 @@ def connect_durable(path: str, busy_timeout_s: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def write_transaction(
+    conn: sqlite3.Connection, path: str, fn: Callable[..., object], *args: object
+) -> object:
+    """Run ``fn(conn, *args)`` in one IMMEDIATE transaction and return its result; on return
+    the transaction is committed (and, with ``synchronous=FULL``, on disk). Any failure rolls
+    it back; SQLite and encoding failures become :class:`StoreError`."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn, *args)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+    except (sqlite3.Error, UnicodeError) as e:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise StoreError(f"write to {path!r} failed: {e}") from e

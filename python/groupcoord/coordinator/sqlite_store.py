@@ -23,7 +23,6 @@ big-endian u16 name length, the UTF-8 name, a u32 metadata length and the metada
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import struct
@@ -37,7 +36,7 @@ from groupcoord.coordinator.offsets import (
     StoredState,
     StoreError,
 )
-from groupcoord.coordinator.sqlite_connect import connect_durable
+from groupcoord.coordinator.sqlite_connect import connect_durable, write_transaction
 from groupcoord.types import TopicPartition
 
 __all__ = ["SCHEMA_VERSION", "SqliteOffsetStore"]
@@ -174,20 +173,7 @@ class SqliteOffsetStore:
 
     def _write(self, fn: Callable[..., None], *args: object) -> None:
         """Run ``fn(conn, *args)`` in one IMMEDIATE transaction; committed on return."""
-        conn = self._db()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                fn(conn, *args)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        except (sqlite3.Error, UnicodeError) as e:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            raise StoreError(f"write to {self.path!r} failed: {e}") from e
+        write_transaction(self._db(), self.path, fn, *args)
 
     # ------------------------------------------------------------------ OffsetStore
 

@@ -21,7 +21,6 @@ partition, ``[[first_seq, last_seq, last_offset, offset_delta, max_timestamp], .
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
@@ -33,7 +32,7 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from groupcoord.coordinator.offsets import StoreError
-from groupcoord.coordinator.sqlite_connect import connect_durable
+from groupcoord.coordinator.sqlite_connect import connect_durable, write_transaction
 
 __all__ = [
     "LOG_SCHEMA_VERSION",
@@ -275,21 +274,7 @@ class SqliteLogStore:
 
     def _write(self, fn: Callable[..., object], *args: object) -> object:
         """Run ``fn(conn, *args)`` in one IMMEDIATE transaction; committed (fsynced) on return."""
-        conn = self._db()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn, *args)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
-        except sqlite3.Error as e:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            raise StoreError(f"write to {self.path!r} failed: {e}") from e
+        return write_transaction(self._db(), self.path, fn, *args)
 
     def load(self) -> LoadedLog:
         conn = self._db()
