@@ -41,13 +41,14 @@ def workdir(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def cooperative_with_one_retry(
+def with_one_retry(
     serve_factory: Callable[..., Server], tmp_path: Path, scenario: Callable[[str, Path], None]
 ) -> None:
-    """Run a cooperative kafka-python scenario; if it fails, run it once more on a fresh
+    """Run a kafka-python group scenario; if it fails, run it once more on a fresh
     server, with the first failure shown as a warning in the test summary.
 
-    Why: kafka-python 3.0.12's cooperative rebalance sometimes stalls in the client (about
+    Why: kafka-python 3.0.12 sometimes stalls in the client after a rebalance (eager or
+    cooperative) (about
     one run in ten on this loaded 2-core machine): a leader that logged "Elected group
     leader" and whose SyncGroup our server answered (the server log shows the assignment
     received and the generation stable) sends nothing more and is expired after
@@ -58,7 +59,7 @@ def cooperative_with_one_retry(
         scenario(fresh_server(serve_factory).bootstrap, workdir(tmp_path, "first"))
     except AssertionError as first:
         warnings.warn(
-            f"kafka-python cooperative scenario failed once, retried: {str(first)[:300]}",
+            f"kafka-python scenario failed once, retried: {str(first)[:300]}",
             stacklevel=2,
         )
         scenario(fresh_server(serve_factory).bootstrap, workdir(tmp_path, "retry"))
@@ -87,18 +88,20 @@ def test_group_lifecycle(
             cooperative=cooperative, sticky_on_leave=sticky_on_leave,
         )  # fmt: skip
 
-    if cooperative:
-        cooperative_with_one_retry(serve_factory, tmp_path, scenario)
-    else:
-        scenario(fresh_server(serve_factory).bootstrap, tmp_path)
+    with_one_retry(serve_factory, tmp_path, scenario)
 
 
 def test_static_member_restart_causes_no_rebalance(server: Server, tmp_path: Path) -> None:
     scenarios.static_member_restart(server.bootstrap, CLIENT, "range", tmp_path)
 
 
-def test_10k_records_across_a_rebalance(server: Server, tmp_path: Path) -> None:
-    scenarios.records_across_rebalance(server.bootstrap, CLIENT, "range", produce, tmp_path)
+def test_10k_records_across_a_rebalance(
+    serve_factory: Callable[..., Server], tmp_path: Path
+) -> None:
+    def scenario(bootstrap: str, work: Path) -> None:
+        scenarios.records_across_rebalance(bootstrap, CLIENT, "range", produce, work)
+
+    with_one_retry(serve_factory, tmp_path, scenario)
 
 
 def test_committed_offsets_survive_a_server_restart(
@@ -117,7 +120,4 @@ def test_groupcoord_assignor_through_the_adapter(
     def scenario(bootstrap: str, work: Path) -> None:
         scenarios.adapter_in_live_group(bootstrap, CLIENT, assignor, work)
 
-    if "cooperative" in assignor:
-        cooperative_with_one_retry(serve_factory, tmp_path, scenario)
-    else:
-        scenario(fresh_server(serve_factory).bootstrap, tmp_path)
+    with_one_retry(serve_factory, tmp_path, scenario)
