@@ -13,7 +13,13 @@ from groupcoord.coordinator.coordinator import (
     SequentialMemberIds,
     default_member_id,
 )
-from groupcoord.coordinator.events import RebalanceCompleted, RebalanceListener
+from groupcoord.coordinator.events import (
+    MemberListener,
+    MemberRemoved,
+    RebalanceCompleted,
+    RebalanceListener,
+    RemovalCause,
+)
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
     AnyRequest,
@@ -95,7 +101,9 @@ __all__ = [
     "ListGroupsResponse",
     "ListedGroup",
     "MemberIdentity",
+    "MemberListener",
     "MemberRecord",
+    "MemberRemoved",
     "MemberResponse",
     "MemberSnapshot",
     "MemoryOffsetStore",
@@ -116,6 +124,7 @@ __all__ = [
     "OffsetStore",
     "RebalanceCompleted",
     "RebalanceListener",
+    "RemovalCause",
     "Request",
     "Response",
     "SequentialMemberIds",

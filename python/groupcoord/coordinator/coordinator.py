@@ -28,7 +28,7 @@ from groupcoord.coordinator.admin import (
     handle_list_groups,
 )
 from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
-from groupcoord.coordinator.events import RebalanceListener
+from groupcoord.coordinator.events import MemberListener, RebalanceListener
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
@@ -199,6 +199,18 @@ class GroupCoordinator:
         """Call ``listener(RebalanceCompleted)`` whenever a join phase ends with a new
         generation (from inside :meth:`handle` / :meth:`tick`)."""
         self._rb.rebalance_listeners.append(listener)
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        """Call ``listener(MemberRemoved)`` whenever a member is removed from a group (session
+        expiry, LeaveGroup, not rejoining or not syncing in time), from inside
+        :meth:`handle` / :meth:`tick`."""
+        self._rb.member_listeners.append(listener)
+
+    def group_state(self, group_id: str) -> GroupState | None:
+        """The group's state (``None`` if the coordinator does not know it); cheaper than
+        :meth:`snapshot` for callers that ask after every request."""
+        group = self._rb.groups.get(group_id)
+        return None if group is None else group.state
 
     def group_ids(self) -> list[str]:
         return list(self._rb.groups)

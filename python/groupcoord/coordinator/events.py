@@ -1,16 +1,25 @@
-"""What the coordinator tells observers: completed rebalances (for logs and metrics).
+"""What the coordinator tells observers: completed rebalances and removed members (for
+logs and metrics).
 
 Observers are plain callables registered with
-:meth:`~groupcoord.coordinator.GroupCoordinator.add_rebalance_listener`; they run inside
-the coordinator call that completed the rebalance, so they must not call back into it.
+:meth:`~groupcoord.coordinator.GroupCoordinator.add_rebalance_listener` and
+:meth:`~groupcoord.coordinator.GroupCoordinator.add_member_listener`; they run inside the
+coordinator call that caused the event, so they must not call back into it.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RebalanceCompleted", "RebalanceListener"]
+__all__ = [
+    "MemberListener",
+    "MemberRemoved",
+    "RebalanceCompleted",
+    "RebalanceListener",
+    "RemovalCause",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,3 +47,32 @@ class RebalanceCompleted:
 
 
 RebalanceListener = Callable[[RebalanceCompleted], None]
+
+
+class RemovalCause(enum.Enum):
+    """Why the coordinator removed a member (the lines Kafka logs for each)."""
+
+    #: no heartbeat within session.timeout.ms ("removing member ... on heartbeat expiration")
+    SESSION_TIMEOUT = "session_timeout"
+    #: the member sent LeaveGroup (its KIP-800 reason says why, e.g. the poll timeout)
+    LEFT = "left"
+    #: a dynamic member that did not rejoin within the rebalance timeout
+    NOT_REJOINED = "not_rejoined"
+    #: a member that did not send SyncGroup within the rebalance timeout
+    NOT_SYNCED = "not_synced"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberRemoved:
+    """A member of a group was removed (not a pending member that never got in)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    cause: RemovalCause
+    #: the coordinator's description; for LEFT it carries the client's KIP-800 reason
+    reason: str
+    at_ms: int
+
+
+MemberListener = Callable[[MemberRemoved], None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from groupcoord.coordinator.events import RemovalCause
 from groupcoord.coordinator.group import Group, Waiter
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
@@ -237,7 +238,7 @@ def _leave_one(
         current = group.static_members.get(group_instance_id) if group_instance_id else None
         if current is None:
             return UnknownMemberIdError
-        rb.remove_member_and_update_group(group, group.members[current], why)
+        rb.remove_member_and_update_group(group, group.members[current], RemovalCause.LEFT, why)
         return None
     if member_id in group.pending_members:
         log.info("group %s: pending member %s left", group.group_id, member_id)
@@ -245,5 +246,5 @@ def _leave_one(
         return None
     error = rb.validate_current_member(group, member_id, group_instance_id)
     if error is None:
-        rb.remove_member_and_update_group(group, group.members[member_id], why)
+        rb.remove_member_and_update_group(group, group.members[member_id], RemovalCause.LEFT, why)
     return error

@@ -32,7 +32,13 @@ from typing import Final
 
 from groupcoord._core import JOIN, SESSION, SYNC, MemberExpiry
 from groupcoord.config import CoordinatorConfig
-from groupcoord.coordinator.events import RebalanceCompleted, RebalanceListener
+from groupcoord.coordinator.events import (
+    MemberListener,
+    MemberRemoved,
+    RebalanceCompleted,
+    RebalanceListener,
+    RemovalCause,
+)
 from groupcoord.coordinator.group import Group, Member, Waiter
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
@@ -74,6 +80,7 @@ class Rebalancer:
         "config",
         "expiry",
         "groups",
+        "member_listeners",
         "now",
         "out",
         "rebalance_listeners",
@@ -100,6 +107,7 @@ class Rebalancer:
         #: sent to ``rebalance_listeners`` when its join phase completes.
         self.rebalances_started: dict[str, tuple[int, str]] = {}
         self.rebalance_listeners: list[RebalanceListener] = []
+        self.member_listeners: list[MemberListener] = []
 
     # ------------------------------------------------------------------ helpers
 
@@ -240,9 +248,12 @@ class Rebalancer:
         group.remove(member.member_id)
         self.expiry.clear(group.group_id, member.member_id)
 
-    def remove_member_and_update_group(self, group: Group, member: Member, reason: str) -> None:
+    def remove_member_and_update_group(
+        self, group: Group, member: Member, cause: RemovalCause, reason: str
+    ) -> None:
         """A member leaves or expires (Kafka's ``removeMemberAndUpdateGroup``)."""
         log.info("group %s: removing member %s (%s)", group.group_id, member.member_id, reason)
+        self.notify_removed(group, member, cause, reason)
         self.drop_member(group, member)
         if group.state in (_STABLE, _COMPLETING):
             self.maybe_prepare_rebalance(group, reason)
@@ -314,6 +325,12 @@ class Rebalancer:
         group.initial_delay = None
         dropped = [m for m in group.not_yet_rejoined() if not m.is_static]
         for member in dropped:
+            self.notify_removed(
+                group,
+                member,
+                RemovalCause.NOT_REJOINED,
+                "did not rejoin within the rebalance timeout",
+            )
             self.drop_member(group, member)
         if dropped:
             log.info(
@@ -374,6 +391,22 @@ class Rebalancer:
             completed_ms=self.now,
         )
         for listener in self.rebalance_listeners:
+            listener(event)
+
+    def notify_removed(
+        self, group: Group, member: Member, cause: RemovalCause, reason: str
+    ) -> None:
+        if not self.member_listeners:
+            return
+        event = MemberRemoved(
+            group_id=group.group_id,
+            member_id=member.member_id,
+            group_instance_id=member.group_instance_id,
+            cause=cause,
+            reason=reason,
+            at_ms=self.now,
+        )
+        for listener in self.member_listeners:
             listener(event)
 
     def reset_and_propagate_assignment_error(self, group: Group, error: ErrorClass) -> None:
@@ -441,7 +474,9 @@ class Rebalancer:
             # Kafka's hasSatisfiedHeartbeat: a member parked in a rebalance cannot
             # heartbeat; its session restarts when the rebalance answers it.
             return
-        self.remove_member_and_update_group(group, member, "heartbeat expiration")
+        self.remove_member_and_update_group(
+            group, member, RemovalCause.SESSION_TIMEOUT, "heartbeat expiration"
+        )
 
     def on_join_deadline(self, group: Group) -> None:
         if group.state is not _PREPARING:
@@ -466,5 +501,8 @@ class Rebalancer:
             if member is None:
                 group.remove(member_id)
             else:
+                self.notify_removed(
+                    group, member, RemovalCause.NOT_SYNCED, "did not send SyncGroup in time"
+                )
                 self.drop_member(group, member)
         self.prepare_rebalance(group, f"members {missing} did not send SyncGroup in time")

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from groupcoord.assignors.base import Assignor, RebalanceProtocol
@@ -211,7 +211,12 @@ class MemberMachine:
     (``-1`` unless STABLE), :attr:`assignment`, :attr:`fatal_error`.
     """
 
-    def __init__(self, config: MemberConfig) -> None:
+    def __init__(
+        self, config: MemberConfig, *, correlation_ids: Iterator[int] | None = None
+    ) -> None:
+        """``correlation_ids``: where request correlations come from (default: 1, 2, ...).
+        A runner that routes many machines' answers through one coordinator (the simulator)
+        passes one shared counter so that a correlation names its sender."""
         if not isinstance(config, MemberConfig):
             raise TypeError(f"config must be a MemberConfig, not {type(config).__name__}")
         self.config = config
@@ -234,7 +239,7 @@ class MemberMachine:
         self._leave: _PendingLeave | None = None
         self._pending_sync: SyncGroupRequest | None = None
         self._inflight: dict[object, _InFlight] = {}
-        self._correlations = itertools.count(1)
+        self._correlations = itertools.count(1) if correlation_ids is None else correlation_ids
         self._t = _Timers()
         self._f = _Flags()
 
