@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import struct
 import typing
 from collections.abc import Callable
@@ -56,6 +57,8 @@ __all__ = [
     "request_header_version",
     "response_header_version",
 ]
+
+log = logging.getLogger("groupcoord.protocol")
 
 #: What kio raises on bytes that are not a valid payload: its own errors, and plain
 #: KeyError (an unknown tagged field), ValueError (an unknown enum value), OverflowError,
@@ -348,7 +351,12 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
 
 
 def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> Any:
-    """The kio request object of ``frame[offset:]`` for the header's (api, version)."""
+    """The kio request object of ``frame[offset:]`` for the header's (api, version).
+
+    A truncated or malformed body, or a null where the schema has a non-nullable array,
+    raises :class:`MalformedFrameError`. Bytes after the body are ignored (logged at
+    DEBUG), as Kafka's request parsing ignores them: it reads the schema and nothing more.
+    """
     cls = _request_class(header.api_key, header.api_version)
     if cls is None:
         raise UnsupportedApiError(
@@ -362,9 +370,14 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
             f"API {header.api_key} v{header.api_version} payload: {type(e).__name__}: {e}"
         ) from None
     if offset + size != len(frame):
-        raise MalformedFrameError(
-            f"API {header.api_key} v{header.api_version} payload has "
-            f"{len(frame) - offset - size} trailing bytes"
+        # Kafka's request parsing reads the schema and ignores what follows; librdkafka
+        # 2.16 sends Metadata v9+ "all topics" with 3 stray bytes after the body
+        log.debug(
+            "API %d v%d request from client %r: ignoring %d trailing bytes after the body",
+            header.api_key,
+            header.api_version,
+            header.client_id,
+            len(frame) - offset - size,
         )
     nulls = null_arrays(request)
     if nulls:
