@@ -408,6 +408,32 @@ def test_api_versions_v0_fallback_is_read_in_place_of_a_newer_version() -> None:
     assert response == fallback
 
 
+def test_api_versions_v0_fallback_with_trailing_bytes_is_still_the_fallback() -> None:
+    fallback = ApiVersionsResponseV0(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=(ApiVersionV0(api_key=i16(18), min_version=i16(0), max_version=i16(3)),),
+    )
+    header = RequestHeader(api_key=18, api_version=4, correlation_id=3, client_id="c")
+    body = encode_response(header, fallback)[4:]
+    assert decode_response(18, 4, body + bytes(3)) == (3, fallback)
+    # and a response of the version asked for, padded, is that response
+    v3 = ApiVersionsResponseV3(error_code=ErrorCode.none, api_keys=(), throttle_time=ms(0))
+    body = encode_response(RequestHeader(api_key=18, api_version=3, correlation_id=4), v3)[4:]
+    assert decode_response(18, 3, body + b"\x01\x02") == (4, v3)
+
+
+def test_trailing_bytes_after_a_response_are_ignored_as_kafka_clients_do(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Kafka's NetworkClient.parseResponse reads the schema and ignores what follows."""
+    header = RequestHeader(api_key=12, api_version=4, correlation_id=3)
+    response = HeartbeatResponseV4(throttle_time=ms(0), error_code=ErrorCode.none)
+    body = encode_response(header, response)[4:]
+    with caplog.at_level(logging.DEBUG, logger="groupcoord.protocol"):
+        assert decode_response(12, 4, body + bytes(3)) == (3, response)
+    assert "API 12 v4 response" in caplog.text and "3 trailing bytes" in caplog.text
+
+
 def test_truncated_response_is_malformed() -> None:
     header = RequestHeader(api_key=12, api_version=4, correlation_id=3)
     body = encode_response(

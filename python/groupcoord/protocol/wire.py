@@ -492,9 +492,11 @@ def peek_correlation_id(payload: bytes) -> int:
 def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:
     """``(correlation_id, kio response)`` of a response frame body to (api, version).
 
-    An ApiVersions response is read with header v0 whatever the version; if it is too
-    short for the requested version but carries an error, it is read as the v0 fallback
-    Kafka sends to a version it does not support.
+    An ApiVersions response is read with header v0 whatever the version; if it cannot be
+    read as the requested version but carries an error, it is read as the v0 fallback
+    Kafka sends to a version it does not support. Bytes after the body are ignored
+    (logged at DEBUG), as Kafka's clients ignore them (``NetworkClient.parseResponse``
+    reads the schema and nothing more).
     """
     cls = _response_class(api_key, version)
     if cls is None:
@@ -505,8 +507,6 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
     try:
         check_lengths(cls, payload, pos)
         response, size = _reader(cls)(payload, pos)
-        if pos + size != len(payload):
-            raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
         nulls = null_arrays(response)
         if nulls:
             raise MalformedFrameError(f"non-nullable array {nulls[0]} is null")
@@ -516,11 +516,20 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
             raise MalformedFrameError(
                 f"API {api_key} v{version} response: {type(e).__name__}: {e}"
             ) from None
-        return correlation_id, fallback
+        response, size = fallback
+    if pos + size != len(payload):
+        log.debug(
+            "API %d v%d response: ignoring %d trailing bytes after the body",
+            api_key,
+            version,
+            len(payload) - pos - size,
+        )
     return correlation_id, response
 
 
-def _api_versions_fallback(api_key: int, version: int, payload: bytes, pos: int) -> Any:
+def _api_versions_fallback(
+    api_key: int, version: int, payload: bytes, pos: int
+) -> tuple[Any, int] | None:
     if api_key != API_VERSIONS_KEY or version == 0:
         return None
     v0 = _response_class(API_VERSIONS_KEY, 0)
@@ -529,6 +538,6 @@ def _api_versions_fallback(api_key: int, version: int, payload: bytes, pos: int)
         response, size = _reader(v0)(payload, pos)
     except _DECODE_ERRORS:
         return None
-    if pos + size != len(payload) or response.error_code == 0:
+    if response.error_code == 0:
         return None
-    return response
+    return response, size
