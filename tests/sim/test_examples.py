@@ -10,9 +10,11 @@ has the measured table.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
-import tomllib
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 
 from groupcoord.sim import Scenario, SimResult, run
+from groupcoord.sim.scenario import parse_override
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 SEED = 1
@@ -79,7 +82,7 @@ def events(res: SimResult, kind: str) -> list[dict[str, Any]]:
 
 def documented_variants(path: Path) -> list[dict[str, Any]]:
     """The ``groupcoord simulate`` commands in a file's header comments, as overrides
-    (``--set key=value``, the value read as TOML, as the CLI does)."""
+    (``--set KEY=VALUE`` read as the CLI reads it)."""
     lines: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.startswith("#"):
@@ -93,12 +96,7 @@ def documented_variants(path: Path) -> list[dict[str, Any]]:
         words = shlex.split(line)
         assert words[2] == f"examples/scenarios/{path.name}", line
         assert words[words.index("--seed") + 1] == str(SEED), line
-        overrides: dict[str, Any] = {}
-        for i, word in enumerate(words):
-            if word == "--set":
-                key, _, value = words[i + 1].partition("=")
-                overrides[key] = tomllib.loads(f"v = {value}")["v"]
-        out.append(overrides)
+        out.append(dict(parse_override(words[i + 1]) for i, w in enumerate(words) if w == "--set"))
     return out
 
 
@@ -137,6 +135,31 @@ def test_same_file_same_seed_same_summary(name: str) -> None:
     second = run(Scenario.from_toml(EXAMPLES / name), SEED)
     assert first.summary_json() == second.summary_json()
     assert json.loads(first.summary_json())["seed"] == SEED
+
+
+_SUMMARIES = """
+import json, sys
+from pathlib import Path
+from groupcoord.sim import Scenario, run
+names = sys.argv[2:]
+print(json.dumps([run(Scenario.from_toml(Path(sys.argv[1]) / n), 1).summary_json() for n in names]))
+"""
+
+
+def test_same_summary_in_another_process() -> None:
+    """Nothing depends on the process (str hashing is salted per process)."""
+    names = sorted(VARIANTS)
+    here = [run(Scenario.from_toml(EXAMPLES / n), SEED).summary_json() for n in names]
+    for hash_seed in ("1", "2"):
+        child = subprocess.run(
+            [sys.executable, "-c", _SUMMARIES, str(EXAMPLES), *names],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            timeout=120,
+        )
+        assert json.loads(child.stdout) == here, f"PYTHONHASHSEED={hash_seed}"
 
 
 # ---------------------------------------------------------------------- KIP-62
