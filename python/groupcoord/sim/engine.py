@@ -612,7 +612,13 @@ class Engine:
                 if revoked and owned.position is not None:
                     offsets[tp] = owned.position
             if revoked:
-                recorder.on_revoked(now, name, len(call.partitions), call.generation)
+                recorder.on_revoked(
+                    now,
+                    name,
+                    len(call.partitions),
+                    call.generation,
+                    rebalance=not (process.closing and self.scenario.group.static),
+                )
                 if self.scenario.consumer.commit_on_revoke and offsets:
                     machine.commit(offsets, now)
                     process.committed_positions.update(offsets)
