@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,9 +32,16 @@ def master_url(master: str | None = None) -> str:
 
 
 def spark_session(
-    app_name: str, *, master: str | None = None, parallelism: int | None = None
+    app_name: str,
+    *,
+    master: str | None = None,
+    parallelism: int | None = None,
+    config: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession for ``app_name`` (created, or the active one if it has the same master).
+
+    ``config``: more Spark settings for a new session (``{"spark.ui.showConsoleProgress":
+    "false"}``).
 
     Raises :class:`PipelineError` when PySpark is not installed or Java cannot be found.
     """
@@ -64,6 +72,8 @@ def spark_session(
     )
     if parallelism is not None:
         builder = builder.config("spark.default.parallelism", str(parallelism))
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
