@@ -2,7 +2,8 @@
 
 ``groupcoord serve`` runs the Kafka-protocol coordinator server; ``groupcoord assign FILE``
 plans an assignment from a JSON description of a group; ``groupcoord simulate SCENARIO``
-runs the rebalance simulator; ``groupcoord bench`` prints the assignor comparison table.
+runs the rebalance simulator; ``groupcoord sweep GRID`` runs a grid of simulations on Spark;
+``groupcoord bench`` prints the assignor comparison table.
 """
 
 from __future__ import annotations
@@ -447,6 +448,94 @@ def simulate(
         _fail(f"cannot write the results to {out}: {exc.strerror or exc}")
     print(result.describe())
     print(f"wrote {out / 'summary.json'}, {out / 'events.parquet'}, {out / 'rebalances.parquet'}")
+
+
+SWEEP_HELP = """\
+Run a grid of simulations on Spark: every combination of the grid's axes (scenario keys, as
+--set names them) with every seed. Writes the Parquet datasets OUT/runs/ (one row per run: run_id,
+seed, one column per axis, every summary.json key, error, wall_s), OUT/rebalances/ and
+OUT/events/ (partitioned by run_id), and the report OUT/report/index.html. Running it again with
+the same --out skips the runs already written (resume after Ctrl-C or a crash).
+
+GRID.toml: scenario = "base.toml" (relative to the grid), seeds = \\[1, 2], and an \\[axes] table
+of "dotted.key" = \\[values]. Needs the pipeline extra (pip install 'groupcoord\\[pipeline]') and
+Java 17+.
+"""
+
+
+@app.command(help=SWEEP_HELP)
+def sweep(
+    grid_file: Annotated[Path, typer.Argument(metavar="GRID.toml", show_default=False)],
+    out: Annotated[
+        Path, typer.Option(help="Directory of the datasets and the report (resumed if it exists).")
+    ],
+    master: Annotated[
+        str | None,
+        typer.Option(
+            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+        ),
+    ] = None,
+    parallelism: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Runs at once (default: the cores Spark has).", show_default=False
+        ),
+    ] = None,
+    heatmap_axes: Annotated[
+        str | None,
+        typer.Option(
+            metavar="A,B",
+            help="The report's heatmap axes (default: the two axes with the most values).",
+            show_default=False,
+        ),
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option(help="Show runs done / total with an ETA on stderr.")
+    ] = True,
+) -> None:
+    from groupcoord.pipeline.grid import Grid
+    from groupcoord.pipeline.session import PipelineError
+    from groupcoord.pipeline.sweep import run_sweep
+
+    pair: tuple[str, str] | None = None
+    if heatmap_axes is not None:
+        names = [a.strip() for a in heatmap_axes.split(",")]
+        if len(names) != 2 or not all(names):
+            _fail(f"--heatmap-axes takes two axes A,B, got {heatmap_axes!r}")
+        pair = (names[0], names[1])
+    try:
+        grid = Grid.from_toml(grid_file)
+        result = run_sweep(
+            grid,
+            out,
+            master=master,
+            parallelism=parallelism,
+            progress=progress,
+            heatmap_axes=pair,
+        )
+    except PipelineError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(
+            f"groupcoord: interrupted; the finished runs are kept in {out}: run the same command"
+            " again to resume",
+            err=True,
+        )
+        raise typer.Exit(130) from None
+    except OSError as exc:
+        _fail(f"cannot write the results to {out}: {exc.strerror or exc}")
+    except Exception as exc:  # a Spark job that failed: its first line, not a JVM trace
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            _fail(f"the Spark job failed: {first}")
+        raise
+    print(
+        f"{result.total} runs: {result.ran} run now, {result.skipped} already in {out},"
+        f" {result.failed} raised (see their error column); {result.wall_s:.0f} s"
+    )
+    print(f"wrote {out / 'runs'}, {out / 'rebalances'}, {out / 'events'}")
+    if result.report is not None:
+        print(f"report: {result.report}")
 
 
 def main() -> None:

@@ -447,14 +447,19 @@ def run_sweep(
     random.Random(0).shuffle(todo)  # heavy and light runs mixed in every chunk
     skipped = len(runs) - len(todo)
     failed = 0
+    owned = None
     if todo:
         if spark is None:
+            from pyspark.sql import SparkSession
+
+            fresh = SparkSession.getActiveSession() is None
             spark = spark_session(
                 "groupcoord-sweep",
                 master=master,
                 parallelism=parallelism,
                 config={"spark.ui.showConsoleProgress": "false"},
             )
+            owned = spark if fresh else None  # made here: stopped here
         slots = parallelism or _slots(spark)
         schema = _task_schema(grid.axis_kinds())
         task = partial(simulate_batches, base=dict(grid.scenario.raw), axis_kinds=grid.axis_kinds())
@@ -479,6 +484,8 @@ def run_sweep(
                 bar.advance(len(chunk))
         finally:
             bar.close()
+            if owned is not None:
+                owned.stop()
     report_path = None
     if report:
         from groupcoord.pipeline.sweep_report import write_sweep_report

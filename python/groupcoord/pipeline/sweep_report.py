@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -322,7 +323,9 @@ def _lag(report: Report, ok: pd.DataFrame, order: dict[str, list[Any]]) -> None:
             ax.grid(axis="y", alpha=0.3)
             if n == 0:
                 ax.legend(fontsize=8)
-        fig.tight_layout()
+        with warnings.catch_warnings():  # long value labels: savefig's tight bbox copes
+            warnings.simplefilter("ignore", UserWarning)
+            fig.tight_layout()
     report.figure(
         "lag",
         fig,
