@@ -457,7 +457,10 @@ def run_sweep(
                 "groupcoord-sweep",
                 master=master,
                 parallelism=parallelism,
-                config={"spark.ui.showConsoleProgress": "false"},
+                config={
+                    "spark.ui.showConsoleProgress": "false",
+                    "spark.sql.debug.maxToStringFields": "1000",
+                },
             )
             owned = spark if fresh else None  # made here: stopped here
         slots = parallelism or _slots(spark)

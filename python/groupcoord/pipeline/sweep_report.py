@@ -56,6 +56,8 @@ def default_heatmap_axes(grid: Grid) -> tuple[str, str] | None:
 
 def label(value: Any) -> str:
     """A short text for an axis value (JSON values shown readably)."""
+    if hasattr(value, "item"):  # a numpy scalar from pandas
+        value = value.item()
     if isinstance(value, str) and value[:1] in "[{":
         try:
             value = json.loads(value)
@@ -67,6 +69,10 @@ def label(value: Any) -> str:
         if all(isinstance(v, dict) and "action" in v for v in value):
             return " + ".join(_action(v) for v in value) or "none"
         return json.dumps(value)
+    if isinstance(value, dict) and value.get("dist") == "constant":
+        return f"{label(value.get('value'))}"
+    if isinstance(value, dict) and value.get("dist") == "uniform":
+        return f"{label(value.get('low'))}-{label(value.get('high'))}"
     if isinstance(value, dict):
         return ", ".join(f"{k}={label(v)}" for k, v in value.items())
     if isinstance(value, bool):
@@ -105,6 +111,7 @@ def write_sweep_report(
     kinds = grid.axis_kinds()
     order = {k: [column_value(kinds[k], v) for v in grid.axes[k]] for k in axes}
     failed = frame[frame["error"].notna()]
+    frame = _in_grid_order(frame, order)
     ok = frame[frame["error"].isna()].copy()
     ok["rebalances_per_hour"] = ok["rebalances"] / (ok["duration_s"] / 3600)
     ok["unwanted_rebalances"] = (ok["rebalances"] - 1).clip(lower=0)
@@ -143,6 +150,20 @@ def write_sweep_report(
             caption="Each run's exception (type, message, where); the sweep went on.",
         )
     return report.write(out / "report")
+
+
+def _in_grid_order(frame: pd.DataFrame, order: dict[str, list[Any]]) -> pd.DataFrame:
+    """The runs sorted as the grid lists its axes' values (then by seed), so that groups,
+    bars and table rows come in the grid file's order."""
+    if frame.empty:
+        return frame
+    keys = [
+        frame[axis].map({v: i for i, v in enumerate(values)}).fillna(len(values))
+        for axis, values in order.items()
+    ]
+    position = list(zip(*keys, frame["seed"], strict=True)) if keys else list(frame["seed"])
+    ranks = sorted(range(len(frame)), key=lambda i: position[i])
+    return frame.iloc[ranks].reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------- sections
@@ -366,10 +387,10 @@ def _recommendations(
         excluded = [_key(r, settings) + tuple(workload) in raised for _, r in per.iterrows()]
         clean = per[(per["unwanted_max"] == 0) & ~pd.Series(excluded, index=per.index, dtype=bool)]
         if clean.empty:
-            best = per.sort_values(["unwanted_max", "unavailable"]).iloc[0]
+            best = per.sort_values(["unwanted_max", "unavailable", "p99"], kind="stable").iloc[0]
             verdict = "none with zero; fewest unwanted:"
         else:
-            best = clean.sort_values("unavailable").iloc[0]
+            best = clean.sort_values(["unavailable", "p99"], kind="stable").iloc[0]
             verdict = "best of zero-unwanted:"
         rows.append(
             [
