@@ -20,9 +20,10 @@ those runs and runs the others. A run interrupted after its events were written 
 its row was is run again, and its partitions are replaced. One sweep at a time per ``OUT``.
 
 Chunks are sized by time: the first is small (two runs per core) to measure the speed, the
-next ones aim at ``chunk_s`` seconds of wall time each (default 60 s), so the progress bar
-moves and an interruption loses at most about a minute, while the fixed cost of a Spark job
-(about a second per dataset written here) stays a small part of the sweep.
+next ones aim at :data:`CHUNK_S` seconds of wall time each (60 s; at least four runs per
+core, so one slow run does not leave cores idle), so the progress bar moves and an
+interruption loses at most about a minute, while the fixed cost of the Spark jobs of a chunk
+(a second or two here) stays a small part of the sweep.
 
 ``OUT/runs/`` columns: ``run_id``, ``seed``, one column per axis named by its dotted key
 (ints as int64, numbers as float64, booleans, strings; lists, tables and axes of mixed
@@ -288,7 +289,8 @@ def _chunks(
         elif measured is None:
             size = FIRST_CHUNK_PER_CORE * slots
         else:
-            size = max(slots, int(measured * CHUNK_S))
+            # at least a few runs per core, so that one slow run does not leave cores idle
+            size = max(slots * TASKS_PER_CORE, int(measured * CHUNK_S))
         yield runs[start : start + size]
         start += size
 

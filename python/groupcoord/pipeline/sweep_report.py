@@ -83,10 +83,21 @@ def label(value: Any) -> str:
 
 
 def _action(event: dict[str, Any]) -> str:
-    extra = [f"{k}={v}" for k, v in event.items() if k not in ("action", "at_s")]
-    return f"{event['action']}@{event.get('at_s', '?')}s" + (
-        f"({','.join(extra)})" if extra else ""
-    )
+    """``restart x10 (5s down) @30s``: a timeline event in a few words."""
+    text = str(event["action"])
+    if "members" in event:
+        text += " members " + ",".join(map(str, event["members"]))
+    elif "count" in event:
+        text += (
+            f" x{event['count']}"
+            if "topic" not in event
+            else f" {event['topic']}->{event['count']}"
+        )
+    if event.get("downtime_s"):
+        text += f" ({label(event['downtime_s'])}s down)"
+    if event.get("duration_s"):
+        text += f" ({label(event['duration_s'])}s)"
+    return text + f" @{label(event.get('at_s', '?'))}s"
 
 
 def _membership(assignors: Any, static: Any) -> str:
@@ -236,7 +247,7 @@ def _membership_bars(
     frame["workload"] = _combo_labels(frame, workload_axes) if workload_axes else "all runs"
     workloads = list(dict.fromkeys(frame["workload"]))[:_MAX_GROUPS]
     kinds = sorted(set(frame["membership"]), key=_membership_rank)
-    fig, _ = new_figure(max(8.0, 1.6 * len(workloads) + 4), 7.5)
+    fig, _ = new_figure(max(8.0, 2.0 * len(workloads) + 3), 7.5)
     fig.clf()
     plots = fig.subplots(2, 1, sharex=True)
     width = 0.8 / max(1, len(kinds))
@@ -282,7 +293,9 @@ def _membership_bars(
         "whiskers: min..max over the runs)"
     )
     plots[0].legend(fontsize=8)
-    plots[1].set_xticks(range(len(workloads)), workloads, rotation=20, ha="right")
+    plots[1].set_xticks(
+        range(len(workloads)), [w.replace(", ", "\n") for w in workloads], fontsize=8
+    )
     plots[1].set_xlabel("workload (" + (", ".join(workload_axes) or "all runs") + ")")
     report.figure(
         "membership",
@@ -308,8 +321,9 @@ def _membership_bars(
     )
 
 
-def _membership_rank(kind: str) -> tuple[int, str]:
-    return (int(kind.startswith("static")), kind)
+def _membership_rank(kind: str) -> tuple[int, int, str]:
+    # eager, cooperative, then their static forms
+    return (int(kind.startswith("static")), int("cooperative" in kind), kind)
 
 
 def _lag(report: Report, ok: pd.DataFrame, order: dict[str, list[Any]]) -> None:
@@ -425,7 +439,10 @@ def _key(row: Any, axes: Sequence[str]) -> tuple[Any, ...]:
 
 def _combo_labels(frame: pd.DataFrame, axes: Sequence[str]) -> list[str]:
     return [
-        ", ".join(f"{a.rsplit('.', 1)[-1]}={label(row[a])}" for a in axes)
+        ", ".join(
+            label(row[a]) if a == "timeline" else f"{a.rsplit('.', 1)[-1]}={label(row[a])}"
+            for a in axes
+        )
         for _, row in frame[list(axes)].iterrows()
     ]
 
