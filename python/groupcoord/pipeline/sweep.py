@@ -190,21 +190,43 @@ def _simulate_one(
     for key, kind in axis_kinds.items():
         if key not in SUMMARY_COLUMNS:
             out[key] = column_value(kind, overrides[key])
+    tables: dict[str, pa.Table | None] = {"rebalances": None, "events": None}
     started = time.perf_counter()
     try:
         result = run(scenario.replace(**overrides), seed)
     except Exception as exc:  # a run that raises is recorded, it does not stop the sweep
         out["error"] = _error_text(exc)
-        out[_NESTED["rebalances"]] = []
-        out[_NESTED["events"]] = []
     else:
         for key in SUMMARY_COLUMNS:
             out[key] = result.summary[key]
         out["error"] = None
-        out[_NESTED["rebalances"]] = result.rebalances.to_pylist()
-        out[_NESTED["events"]] = result.events.to_pylist()
+        tables = {"rebalances": result.rebalances, "events": result.events}
     out["wall_s"] = round(time.perf_counter() - started, 6)
-    return pa.RecordBatch.from_pylist([out], schema=schema)
+    arrays = []
+    for field in schema:
+        if field.name in (_NESTED["rebalances"], _NESTED["events"]):
+            name = "rebalances" if field.name == _NESTED["rebalances"] else "events"
+            arrays.append(_one_list(tables[name], field.type))
+        else:
+            arrays.append(pa.array([out.get(field.name)], type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _one_list(table: pa.Table | None, list_type: pa.DataType) -> pa.Array:
+    """A one-row list<struct> column holding ``table``'s rows (Arrow to Arrow, no Python
+    object per row: a run can have tens of thousands of events)."""
+    import pyarrow as pa
+
+    struct_type = list_type.value_type
+    if table is None:
+        rows = pa.array([], type=struct_type)
+    else:
+        rows = pa.StructArray.from_arrays(
+            [table.column(f.name).combine_chunks().cast(f.type) for f in struct_type],
+            fields=list(struct_type),
+        )
+    offsets = pa.array([0, len(rows)], type=pa.int32())
+    return pa.ListArray.from_arrays(offsets, rows, type=list_type)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -466,6 +488,9 @@ def run_sweep(
             )
             owned = spark if fresh else None  # made here: stopped here
         slots = parallelism or _slots(spark)
+        # a task writes the partitions of its few runs with one open writer each instead of
+        # sorting its rows by run_id first (a sort of every event of the chunk)
+        spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "256")
         schema = _task_schema(grid.axis_kinds())
         task = partial(simulate_batches, base=dict(grid.scenario.raw), axis_kinds=grid.axis_kinds())
         bar = _Progress(len(runs), skipped, enabled=progress)
