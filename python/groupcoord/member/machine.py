@@ -104,6 +104,9 @@ from groupcoord.types import Subscription, TopicPartition
 
 __all__ = ["MemberMachine"]
 
+#: HEARTBEAT_STATES as a tuple: membership by identity, without hashing the enum (hot path)
+_HEARTBEAT_STATES = tuple(HEARTBEAT_STATES)
+
 log = logging.getLogger("groupcoord.member")
 
 #: The coordinator is gone, moved, or the connection to it failed: find it again.
@@ -448,6 +451,17 @@ class MemberMachine:
             self._f.awaiting_delivery = False
         return calls
 
+    @property
+    def delivery_due(self) -> bool:
+        """Whether :meth:`take_callbacks` would do anything: return calls, or release a
+        held-back JoinGroup/LeaveGroup. ``False`` lets a runner skip it."""
+        return bool(self._callbacks) or (self._f.awaiting_delivery and not self._f.holding)
+
+    @property
+    def has_callbacks(self) -> bool:
+        """Whether listener calls are queued (``bool(peek_callbacks())`` without a copy)."""
+        return bool(self._callbacks)
+
     def peek_callbacks(self) -> tuple[ListenerCall, ...]:
         """The queued listener calls, without taking them (for observers and tests)."""
         return tuple(self._callbacks)
@@ -525,38 +539,49 @@ class MemberMachine:
 
     def next_deadline(self) -> int | None:
         """When to call :meth:`next_requests` again (``None``: only on new input)."""
-        t, f = self._t, self._f
-        candidates: list[int] = []
-        if self.state in (MemberState.FATAL,) or self.done:
+        t, f, state = self._t, self._f, self.state
+        if state is MemberState.FATAL or self.done:
             return None
+        heartbeating = state in _HEARTBEAT_STATES and not f.poll_expired
+        best: int | None = None
         if not f.coordinator_known:
-            candidates.append(t.coordinator_retry_ms)
+            best = t.coordinator_retry_ms
         else:
-            if self.state in HEARTBEAT_STATES and not f.poll_expired:
-                if not self._heartbeat_in_flight():
-                    candidates.append(t.heartbeat_due_ms)
-                candidates.append(t.last_heartbeat_ack_ms + self.config.session_timeout_ms)
-            if f.joining and self._join_sendable_except_time():
-                candidates.append(t.join_retry_ms)
-            candidates.extend(
-                q.not_before_ms
-                for q in self._commits
-                if self._commit_sendable() and self._generation_id >= q.min_generation
-            )
-            candidates.extend(q.not_before_ms for q in self._fetches)
-        if self.state in HEARTBEAT_STATES and not f.poll_expired:
-            candidates.append(t.last_poll_ms + self.config.max_poll_interval_ms)
-        if t.scheduled_rejoin_ms is not None and self.state is MemberState.STABLE:
-            candidates.append(t.scheduled_rejoin_ms)
-        if t.rejoin_deadline_ms is not None and self.state is MemberState.STABLE:
-            candidates.append(t.rejoin_deadline_ms)
-        return min(candidates) if candidates else None
+            if heartbeating:
+                best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
+                if t.heartbeat_due_ms < best and not self._heartbeat_in_flight():
+                    best = t.heartbeat_due_ms
+            if (
+                f.joining
+                and self._join_sendable_except_time()
+                and (best is None or t.join_retry_ms < best)
+            ):
+                best = t.join_retry_ms
+            if self._commits and self._commit_sendable():
+                for q in self._commits:
+                    if self._generation_id >= q.min_generation and (
+                        best is None or q.not_before_ms < best
+                    ):
+                        best = q.not_before_ms
+            for fq in self._fetches:
+                if best is None or fq.not_before_ms < best:
+                    best = fq.not_before_ms
+        if heartbeating:
+            poll_deadline = t.last_poll_ms + self.config.max_poll_interval_ms
+            if best is None or poll_deadline < best:
+                best = poll_deadline
+        if state is MemberState.STABLE:
+            if t.scheduled_rejoin_ms is not None and (best is None or t.scheduled_rejoin_ms < best):
+                best = t.scheduled_rejoin_ms
+            if t.rejoin_deadline_ms is not None and (best is None or t.rejoin_deadline_ms < best):
+                best = t.rejoin_deadline_ms
+        return best
 
     # ------------------------------------------------------------------ timers
 
     def _advance(self, now_ms: int) -> None:
         t, f = self._t, self._f
-        if self.state in HEARTBEAT_STATES and not f.poll_expired:
+        if self.state in _HEARTBEAT_STATES and not f.poll_expired:
             if now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
                 self._on_poll_timeout(now_ms)
             elif (
@@ -644,6 +669,8 @@ class MemberMachine:
         self._commits = keep
 
     def _emit_fetches(self, now_ms: int, out: list[AnyRequest]) -> None:
+        if not self._fetches:
+            return
         keep: list[_QueuedFetch] = []
         for queued in self._fetches:
             if queued.not_before_ms > now_ms:
@@ -717,7 +744,7 @@ class MemberMachine:
 
     def _emit_heartbeat(self, now_ms: int, out: list[AnyRequest]) -> None:
         if (
-            self.state not in HEARTBEAT_STATES
+            self.state not in _HEARTBEAT_STATES
             or self._f.poll_expired
             or now_ms < self._t.heartbeat_due_ms
             or self._heartbeat_in_flight()
@@ -1135,7 +1162,10 @@ class MemberMachine:
         self._commits.clear()
 
     def _heartbeat_in_flight(self) -> bool:
-        return any(isinstance(e.request, HeartbeatRequest) for e in self._inflight.values())
+        for entry in self._inflight.values():  # noqa: SIM110 (a loop: no generator per call)
+            if isinstance(entry.request, HeartbeatRequest):
+                return True
+        return False
 
     def _commit_sendable(self) -> bool:
         if self.state is MemberState.STABLE:
