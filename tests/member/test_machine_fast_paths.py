@@ -8,12 +8,15 @@ makes during churn-heavy scenarios, against the reference definition kept here.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from groupcoord.member.machine import MemberMachine
+from groupcoord.member.machine import MemberMachine, _InFlight
 from groupcoord.member.states import HEARTBEAT_STATES, MemberState
 from groupcoord.sim import Scenario, run
 
@@ -109,3 +112,77 @@ def test_fast_paths_agree_with_the_reference_under_churn(
     result = run(Scenario.from_dict(_CHURN).replace(**overrides), seed=3)
     assert result.summary["rebalances"] > 3
     assert all(n > 100 for n in checked.values()), checked
+
+
+def _reference_next_requests(m: MemberMachine, now_ms: int) -> list[Any]:
+    """``next_requests`` as it was written before the short path (commit 5c4c813)."""
+    m._advance(now_ms)
+    out: list[Any] = []
+    if not m._f.coordinator_known:
+        return out
+    m._emit_commits(now_ms, out)
+    m._emit_fetches(now_ms, out)
+    m._emit_leave(out)
+    m._emit_join(now_ms, out)
+    if m._pending_sync is not None:
+        out.append(m._pending_sync)
+        m._pending_sync = None
+    m._emit_heartbeat(now_ms, out)
+    for request in out:
+        if request.correlation not in m._inflight:
+            m._inflight[request.correlation] = _InFlight(request, sent_ms=now_ms)
+    return out
+
+
+def _state(m: MemberMachine) -> tuple[Any, ...]:
+    return (
+        m.state,
+        m._t,
+        m._f,
+        {c: (e.request, e.sent_ms) for c, e in m._inflight.items()},
+        [q.handle.offsets for q in m._commits],
+        len(m._fetches),
+        m._leave,
+        m._pending_sync,
+        m._callbacks,
+    )
+
+
+def _twin(m: MemberMachine, correlations: Iterator[int]) -> MemberMachine:
+    """A copy of ``m`` whose mutable parts are its own (handles are shared: callers make
+    sure none is queued)."""
+    twin = copy.copy(m)
+    twin._t = dataclasses.replace(m._t)
+    twin._f = dataclasses.replace(m._f)
+    twin._inflight = dict(m._inflight)
+    twin._commits = list(m._commits)
+    twin._fetches = list(m._fetches)
+    twin._callbacks = list(m._callbacks)
+    twin._correlations = correlations
+    return twin
+
+
+def test_next_requests_short_path_matches_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """next_requests has a short path for a member with nothing queued; on every such call
+    of a churn-heavy simulation it must answer and leave the machine as the full path."""
+    calls = {"n": 0}
+    fast = MemberMachine.next_requests
+
+    def next_requests(self: MemberMachine, now_ms: int) -> list[Any]:
+        f = self._f
+        if not f.coordinator_known or (
+            f.joining or self._commits or self._fetches or self._leave or self._pending_sync
+        ):
+            return fast(self, now_ms)
+        before = _twin(self, iter(()))
+        got = fast(self, now_ms)
+        twin = _twin(before, itertools.chain([r.correlation for r in got], itertools.count(-1, -1)))
+        expected = _reference_next_requests(twin, now_ms)
+        assert got == expected
+        assert _state(self) == _state(twin)
+        calls["n"] += 1
+        return got
+
+    monkeypatch.setattr(MemberMachine, "next_requests", next_requests)
+    result = run(Scenario.from_dict(_CHURN), seed=5)
+    assert result.summary["rebalances"] > 3 and calls["n"] > 100

@@ -522,7 +522,23 @@ class MemberMachine:
         """The requests to send now, in order (commits before a JoinGroup or LeaveGroup)."""
         self._advance(now_ms)
         out: list[AnyRequest] = []
-        if not self._f.coordinator_known:
+        f = self._f
+        if not f.coordinator_known:
+            return out
+        if (
+            not f.joining
+            and not self._commits
+            and not self._fetches
+            and self._leave is None
+            and self._pending_sync is None
+        ):
+            # the usual case (a stable member): at most a heartbeat is due; the emitters
+            # skipped here would have emitted nothing
+            self._emit_heartbeat(now_ms, out)
+            if out:
+                request = out[0]
+                if request.correlation not in self._inflight:
+                    self._inflight[request.correlation] = _InFlight(request, sent_ms=now_ms)
             return out
         self._emit_commits(now_ms, out)
         self._emit_fetches(now_ms, out)

@@ -392,7 +392,10 @@ class Engine:
         if process.wake_at != at:
             return  # superseded
         process.wake_at = None
-        self._step(process)
+        if process.alive and process.paused_until is None:
+            self._step_process(process)
+            if self.checker is not None:
+                self.checker.after_step(self.now, self.processes.values(), self._group_members())
 
     def _schedule(self, process: Process, at: int) -> None:
         at = max(at, self.now + 1)
@@ -684,16 +687,21 @@ class Engine:
         turn; the application processes them one by one."""
         now = self.now
         streams = self.streams
-        if self._rate <= 0:
-            # nothing ever arrives: only the turn moves on (a poll with partitions to read)
-            for o in process.owned.values():
-                if o.active:
-                    process.rr += 1
-                    return
+        any_active = False
+        any_available = False
+        for tp, o in process.owned.items():
+            if o.active:
+                any_active = True
+                position = o.position
+                assert position is not None
+                if streams[tp].arrived(now) > position:
+                    any_available = True
+                    break
+        if not any_available:
+            if any_active:
+                process.rr += 1  # the turn moves on with every poll that has partitions
             return
         active = [(tp, o) for tp, o in process.owned.items() if o.active]
-        if not active:
-            return
         budget = self._max_poll_records
         start = process.rr % len(active)
         process.rr += 1
@@ -717,8 +725,6 @@ class Engine:
             budget -= n
             if budget == 0:
                 break
-        if not segments:
-            return
         process.batch = segments
         # the clock's resolution is 1 ms: a poll loop turn takes at least that
         process.busy_until = max(math.ceil(t), now + 1)
