@@ -307,6 +307,44 @@ class MemberMachine:
             self._queue_callback(CallbackKind.REVOKED, self.assignment, gate=True)
             self.assignment = frozenset()
 
+    def poll_idle(self, now_ms: int) -> int | None:
+        """:meth:`poll` for a member with nothing to do, or ``None``.
+
+        A stable member with nothing queued, nothing to rejoin and no timer due at
+        ``now_ms`` only resets its poll timer when polled, and :meth:`next_requests` would
+        return nothing: then record the poll and return :meth:`next_deadline`. Otherwise
+        change nothing and return ``None`` (call :meth:`poll` and :meth:`next_requests` as
+        usual). For runners that poll very often (the simulator's application loop).
+        """
+        f, t = self._f, self._t
+        if (
+            self.state is not MemberState.STABLE
+            or not f.coordinator_known
+            or f.joining
+            or f.rejoin_needed
+            or f.poll_expired
+            or f.awaiting_delivery
+            or self._callbacks
+            or self._commits
+            or self._fetches
+            or self._leave is not None
+            or self._pending_sync is not None
+            or t.scheduled_rejoin_ms is not None
+            or t.rejoin_deadline_ms is not None
+        ):
+            return None
+        best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
+        if now_ms >= best or now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
+            return None  # a timeout is due
+        heartbeat_due = t.heartbeat_due_ms
+        if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
+            if now_ms >= heartbeat_due:
+                return None  # a heartbeat is due
+            best = heartbeat_due
+        t.last_poll_ms = now_ms
+        poll_deadline = now_ms + self.config.max_poll_interval_ms
+        return poll_deadline if poll_deadline < best else best
+
     def coordinator_found(self, now_ms: int) -> None:
         """The runner (re)discovered the group coordinator and can reach it."""
         if not self._f.coordinator_known:

@@ -426,6 +426,36 @@ class Engine:
         if busy_until is not None and now >= busy_until:
             self._finish_batch(process)
             busy_until = None
+        if (
+            busy_until is None
+            and not process.closing
+            and not process.close_requested
+            and not process.buffered
+            and not process.fetches
+            and not process.poll_expired_seen
+            and not (self._auto_commit and now >= process.next_auto_commit_ms)
+        ):
+            # The application polls and the machine has nothing to do but note it (the
+            # usual case): what the full path below would do, without its calls.
+            deadline = machine.poll_idle(now)
+            if deadline is not None:
+                self._start_batch(process)
+                at = process.busy_until
+                if at is None:
+                    at = deadline
+                    if self._rate > 0:
+                        arrival = self._next_arrival(process)
+                        if arrival is not None and arrival < at:
+                            at = arrival
+                elif deadline < at:
+                    at = deadline
+                if at <= now:
+                    at = now + 1
+                wake_at = process.wake_at
+                if wake_at is None or at < wake_at or wake_at < now:
+                    process.wake_at = at
+                    heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+                return
         closing = process.closing
         if process.close_requested and not closing and busy_until is None:
             self._close_now(process)
