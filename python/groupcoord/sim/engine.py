@@ -704,11 +704,18 @@ class Engine:
     def _next_arrival(self, process: Process) -> int | None:
         best: int | None = None
         streams = self.streams
+        ceil = math.ceil
         for tp, owned in process.owned.items():
-            if owned.position is None:
+            position = owned.position
+            if position is None:
                 continue
-            t = streams[tp].next_arrival_ms(owned.position)
-            if t is not None and (best is None or t < best):
+            # PartitionStream.next_arrival_ms(position), inline (the same arithmetic)
+            stream = streams[tp]
+            rate = stream.rate_per_s
+            if rate <= 0:
+                continue
+            t = ceil(stream.start_ms + (position + 1) * 1000.0 / rate - 1e-9)
+            if best is None or t < best:
                 best = t
         return best
 
@@ -719,12 +726,20 @@ class Engine:
         streams = self.streams
         any_active = False
         any_available = False
+        floor = math.floor
         for tp, o in process.owned.items():
             if o.active:
                 any_active = True
                 position = o.position
                 assert position is not None
-                if streams[tp].arrived(now) > position:
+                # PartitionStream.arrived(now), inline (the same arithmetic)
+                stream = streams[tp]
+                rate = stream.rate_per_s
+                if (
+                    rate > 0
+                    and now > stream.start_ms
+                    and floor((now - stream.start_ms) * rate / 1000.0 + 1e-9) > position
+                ):
                     any_available = True
                     break
         if not any_available:
