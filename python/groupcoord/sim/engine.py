@@ -623,6 +623,9 @@ class Engine:
             return
         recorder, now, name = self.recorder, self.now, process.name
         for call in calls:
+            # sets iterate in hash order, which differs between processes (str hashing is
+            # salted): sorted, so the same seed gives the same run anywhere
+            partitions = sorted(call.partitions)
             if call.kind is CallbackKind.ASSIGNED:
                 if self.checker is not None:
                     self.checker.before_assigned(
@@ -633,7 +636,7 @@ class Engine:
                         self._group_members(),
                     )
                 fresh: dict[TopicPartition, _Owned] = {}
-                for tp in call.partitions:
+                for tp in partitions:
                     if tp not in process.owned:
                         fresh[tp] = process.owned[tp] = _Owned()
                 recorder.on_assigned(now, name, call.generation, call.partitions)
@@ -642,7 +645,7 @@ class Engine:
                 continue
             revoked = call.kind is CallbackKind.REVOKED
             offsets: dict[TopicPartition, int] = {}
-            for tp in call.partitions:
+            for tp in partitions:
                 owned = process.owned.pop(tp, None)
                 if owned is None:
                     continue
