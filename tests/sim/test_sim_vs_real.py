@@ -38,6 +38,7 @@ same assignments).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -47,7 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,19 +159,52 @@ class Generation:
     join_ms: int  # the join phase: started -> completed
     #: the members told their partitions in this generation (on_partitions_assigned)
     told: tuple[str, ...] = ()
+    #: the members that revoked partitions when told of it (cooperative)
+    revoked: tuple[str, ...] = ()
     #: when the last of them was told, in ms from the run's start
     last_assigned_ms: float | None = None
+
+    def shape(self) -> tuple[tuple[str, ...], str, str, str]:
+        return (self.members, self.leader, self.protocol, cause_of(self.reason))
 
 
 @dataclass(slots=True)
 class Outcome:
     generations: list[Generation]
-    final_assignment: dict[str, list[int]]
     #: when each action happened, in ms from the run's start
-    action_ms: list[float] = field(default_factory=list)
+    action_ms: list[float]
+    #: member -> partitions of the members running just before each action but the first,
+    #: and at the end: what each action's rebalances settled on
+    settled: list[dict[str, list[int]]]
 
-    def shape(self) -> list[tuple[int, tuple[str, ...], str, str, str]]:
-        return [(g.generation, g.members, g.leader, g.protocol, g.reason) for g in self.generations]
+    def epochs(self) -> list[list[Generation]]:
+        """The generations each action caused: those whose last member was told after it
+        and before the next one (every action here is followed by its rebalances before
+        the next one)."""
+        out: list[list[Generation]] = [[] for _ in self.action_ms]
+        for g in self.generations:
+            assert g.last_assigned_ms is not None, f"nobody was told of generation {g}"
+            k = max(i for i, t in enumerate(self.action_ms) if t <= g.last_assigned_ms)
+            out[k].append(g)
+        return out
+
+
+#: cooperative's second round: the coordinator names the member whose JoinGroup came first
+SECOND_ROUND = re.compile(
+    r"^member (?P<member>member-\d+): (?:leader rejoins|metadata changed); "
+    r"(?P<why>need to revoke partitions and re-join)$"
+)
+
+
+def cause_of(reason: str) -> str:
+    """Why a rebalance started, without what is left to chance.
+
+    When several members revoke partitions in one generation, they all rejoin at once and
+    the coordinator's reason names the first JoinGroup it read: in the simulation always
+    the same one (equal latencies, events in a fixed order), for real whichever process
+    was quicker. Which it was is checked apart (it must be one that revoked)."""
+    m = SECOND_ROUND.match(reason)
+    return f"a member that revoked: {m['why']}" if m else reason
 
 
 def member_name(member_id: str) -> str:
@@ -186,20 +220,25 @@ def with_names(text: str) -> str:
 
 def simulate(scenario: Scenario) -> Outcome:
     result = run(scenario, SEED)
+    events = result.events.to_pylist()
     told: dict[int, set[str]] = {}
-    for e in result.events.to_pylist():
+    revoked: dict[int, set[str]] = {}
+    for e in events:
         if e["kind"] == "assigned":
             told.setdefault(e["generation"], set()).add(e["member"])
-    removed: set[str] = set()
+        elif e["kind"] == "revoked":
+            revoked.setdefault(e["generation"], set()).add(e["member"])
     members = {f"member-{n}" for n in range(scenario.group.members)}
     generations = []
     for r in result.rebalances.to_pylist():
-        # the outputs name a generation's size, not its members: those of the previous
+        # the outputs give a generation's size, not its members: those of the previous
         # one, plus whoever is told of this one, minus whoever the coordinator removed
-        # before it completed (a crashed or departed member is not told of anything)
-        for e in result.events.to_pylist():
-            if e["kind"] == "member_removed" and e["time_ms"] <= r["completed_ms"]:
-                removed.add(member_name(e["member"]))
+        # before it completed
+        removed = {
+            member_name(e["member"])
+            for e in events
+            if e["kind"] == "member_removed" and e["time_ms"] <= r["completed_ms"]
+        }
         members = (members | told.get(r["generation"], set())) - removed
         assert len(members) == r["members_after"], (r, members)
         generations.append(
@@ -211,21 +250,30 @@ def simulate(scenario: Scenario) -> Outcome:
                 reason=with_names(r["reason"]),
                 join_ms=r["duration_ms"],
                 told=tuple(sorted(told.get(r["generation"], ()))),
+                revoked=tuple(sorted(revoked.get(r["generation"], ()))),
                 last_assigned_ms=r["last_assigned_ms"],
             )
         )
-    # The outputs count partitions, not which ones: the final assignment comes from the
-    # machines of a second (identical: the engine is deterministic) run.
-    engine = Engine(scenario, SEED)
-    engine.run()
-    assert len(engine.recorder.rebalances) == len(generations)
-    final = {
-        name: sorted(tp.partition for tp in p.machine.assignment)
-        for name, p in engine.processes.items()
-        if p.alive
-    }
-    at = [a.at_s * 1000 for a in actions(scenario)]
-    return Outcome(generations, final, at)
+    timeline = actions(scenario)
+    # The outputs count partitions, not which ones: what the members own just before each
+    # action comes from the machines of runs cut short there (the engine is deterministic:
+    # a shorter run is the same run, stopped earlier).
+    settled = []
+    for nxt in [a.at_s for a in timeline[1:]] + [scenario.duration_s]:
+        cut = scenario.replace(
+            duration_s=nxt - 0.001,
+            timeline=[e.to_table() for e in scenario.timeline if e.at_s < nxt],
+        )
+        engine = Engine(cut, SEED)
+        engine.run()
+        settled.append(
+            {
+                name: sorted(tp.partition for tp in p.machine.assignment)
+                for name, p in engine.processes.items()
+                if p.alive and not p.closing
+            }
+        )
+    return Outcome(generations, [a.at_s * 1000 for a in timeline], settled)
 
 
 # ---------------------------------------------------------------------------- the real run
@@ -380,25 +428,30 @@ def run_for_real(
         diagnostics,
     )
 
-    def told(generation: Generation) -> bool:
-        """Every member of ``generation`` (as simulated) was told its partitions in it."""
-        return all(
-            any(e["gen"] >= generation.generation for e in agents[m].reported("assigned"))
-            for m in generation.members
+    def settled(members: tuple[str, ...]) -> bool:
+        """The coordinator's last generation has ``members`` and all were told of it."""
+        lines = server.rebalances()
+        if not lines:
+            return False
+        last = lines[-1]
+        gen = int(last["gen"])
+        names = tuple(sorted(member_name(i.strip()) for i in last["members"].split(",")))
+        return names == members and all(
+            any(e["gen"] == gen for e in agents[m].reported("assigned")) for m in members
         )
 
+    sim_epochs = sim.epochs()
     t0 = time.monotonic()
     action_ms: list[float] = []
-    for a in timeline:
-        # the generations the simulation completed before this action: wait for them here
-        before = [g for g in sim.generations if g.last_assigned_ms is not None]
-        before = [g for g in before if g.last_assigned_ms < a.at_s * 1000]  # type: ignore[operator]
-        if before:
-            deadline = t0 + a.at_s + LATE_S - time.monotonic()
+    for k, a in enumerate(timeline):
+        if k > 0:
+            # the previous action's rebalances are over, as in the simulation (a late
+            # action moves the times measured from it, nothing else)
+            expected = sim_epochs[k - 1][-1].members
             wait_until(
-                lambda g=before[-1]: told(g),  # type: ignore[misc]
-                max(deadline, 0.1),
-                f"generation {before[-1].generation} before {a}",
+                lambda m=expected: settled(m),  # type: ignore[misc]
+                max(t0 + a.at_s + LATE_S - time.monotonic(), 0.1),
+                f"the group to settle on {expected} before {a}",
                 diagnostics,
             )
         delay = t0 + a.at_s - time.monotonic()
@@ -412,25 +465,34 @@ def run_for_real(
             agent.kill()
         else:
             agent.command("close")
-    last = sim.generations[-1]
-    wait_until(lambda: told(last), LATE_S + 3, f"generation {last.generation}", diagnostics)
+    expected = sim_epochs[-1][-1].members
+    wait_until(lambda: settled(expected), LATE_S + 3, f"the group to settle on {expected}")
     # no generation the simulation did not have may follow
     time.sleep(max(QUIET_S, t0 + scenario.duration_s - time.monotonic()))
+    end_ms = (time.monotonic() - t0) * 1000
     write_timeline(log_dir / "timeline.txt", t0, timeline, action_ms, agents, server)
-    for name, agent in agents.items():
-        if any(a.kind == "leave" and a.member == name for a in timeline):
-            wait_until(lambda ag=agent: ag.reported("closed"), 10, f"{name} to close")  # type: ignore[misc]
+    for a in timeline:
+        if a.kind == "leave":
+            agent = agents[a.member]
+            wait_until(lambda ag=agent: ag.reported("closed"), 10, f"{a.member} to close")  # type: ignore[misc]
+    for agent in agents.values():
         assert not agent.reported("error"), diagnostics()
 
     generations = []
     for m in server.rebalances():
         gen = int(m["gen"])
-        ids = [s.strip() for s in m["members"].split(",") if s.strip()]
+        ids = [i.strip() for i in m["members"].split(",")]
         assert len(ids) == int(m["n"])
-        assigned = {
+        told = {
             agent.name: e["t"]
             for agent in agents.values()
             for e in agent.reported("assigned")
+            if e["gen"] == gen
+        }
+        revoked = {
+            agent.name
+            for agent in agents.values()
+            for e in agent.reported("revoked")
             if e["gen"] == gen
         }
         generations.append(
@@ -441,53 +503,68 @@ def run_for_real(
                 protocol=m["proto"],
                 reason=with_names(m["reason"]),
                 join_ms=int(m["ms"]),
-                told=tuple(sorted(assigned)),
-                last_assigned_ms=(max(assigned.values()) - t0) * 1000 if assigned else None,
+                told=tuple(sorted(told)),
+                revoked=tuple(sorted(revoked)),
+                last_assigned_ms=(max(told.values()) - t0) * 1000 if told else None,
             )
         )
-    final: dict[str, list[int]] = {}
-    for name, agent in agents.items():
-        if agent.proc.poll() is None:
-            moves = agent.reported("assigned", "revoked", "lost")
-            final[name] = moves[-1]["owned"] if moves else []
-    return Outcome(generations, final, action_ms)
+    settled_states = []
+    for cutoff in [*action_ms[1:], end_ms]:
+        state: dict[str, list[int]] = {}
+        for k, a in enumerate(timeline):
+            if a.kind == "start" and action_ms[k] < cutoff:
+                state[a.member] = []
+            elif a.kind != "start" and action_ms[k] < cutoff:
+                del state[a.member]
+        for name in state:
+            moves = [
+                e
+                for e in agents[name].reported("assigned", "revoked", "lost")
+                if (e["t"] - t0) * 1000 < cutoff
+            ]
+            state[name] = moves[-1]["owned"] if moves else []
+        settled_states.append(state)
+    return Outcome(generations, action_ms, settled_states)
 
 
 # ---------------------------------------------------------------------------- the test
 
 
-def told_after(generation: Generation, action_ms: list[float]) -> float | None:
-    """How long after the action that caused it the last member of ``generation`` was told
-    its partitions. The cause is the last action before that (every action here is
-    followed by its rebalances before the next one; cooperative's second round is timed
-    from the action that started the first)."""
-    told = generation.last_assigned_ms
-    if told is None:
-        return None
-    return told - max(t for t in action_ms if t <= told)
+def told_after(generations: list[Generation], action: float) -> float:
+    """How long after ``action`` the last member of the last of ``generations`` was told."""
+    told = generations[-1].last_assigned_ms
+    assert told is not None
+    return told - action
 
 
-def missed_first_sync(sim: Outcome, index: int) -> set[str]:
-    """The members of generation ``index`` that may, for real, never be told of it.
+def missed_first_sync(before: list[Generation], generations: list[Generation]) -> set[str]:
+    """The members of ``generations[0]`` that may, for real, never be told of it.
 
     In a cooperative rebalance the leader revokes what a new member is to get and rejoins
     at once, starting a second generation. The new member's first SyncGroup races that
     rejoin: the simulation gives a client's work no time, so the follower's SyncGroup, sent
     the moment its JoinGroup is answered, always arrives before the leader's rejoin; the
     real GroupMember's first SyncGroup costs a few ms more (kio loads and resolves each
-    message class on first use), so the leader often wins. The new member then gets
+    message class on its first use), so the leader often wins. The new member then gets
     REBALANCE_IN_PROGRESS instead of its (empty) assignment and rejoins at once, where the
-    simulated one waits for its next heartbeat: same generations, same assignments, but
+    simulated one waits for its next heartbeat: the same generations and assignments, but
     that member is told of the second generation only, and the second join phase lasts
-    a few ms instead of a heartbeat interval (within the tolerance).
+    a few ms instead of up to a heartbeat interval (within the tolerance).
     """
-    gens = sim.generations
-    if index + 1 >= len(gens) or not gens[index + 1].reason.endswith(
-        "need to revoke partitions and re-join"
-    ):
+    if len(generations) < 2 or not SECOND_ROUND.match(generations[1].reason):
         return set()
-    earlier = {m for g in gens[:index] for m in g.members}
-    return set(gens[index].members) - earlier
+    earlier = {m for g in before for m in g.members}
+    return set(generations[0].members) - earlier
+
+
+def lost_syncs(generations: list[Generation]) -> int:
+    """Generations with a member that had been in the group before and was not told of
+    it: its SyncGroup came after another member's rejoin (REBALANCE_IN_PROGRESS)."""
+    lost = 0
+    for previous, g in itertools.pairwise(generations):
+        if set(g.members) - set(g.told) - (set(g.members) - set(previous.members)):
+            lost += 1
+    return lost
 
 
 def write_timeline(
@@ -516,37 +593,72 @@ def test_sim_matches_real_run(
     scenario = Scenario.from_dict(scenario_doc(assignor))
     sim = simulate(scenario)
     real = run_for_real(scenario, sim, tmp_path, processes)
+    timeline = actions(scenario)
 
     report = [
-        f"{assignor} (real run: {tmp_path / 'timeline.txt'})",
-        "gen  join phase ms sim/real  action->told ms sim/real  reason",
+        f"{assignor} (the real run: {tmp_path / 'timeline.txt'})",
+        "action         gen sim/real  join phase ms sim/real  told after ms sim/real",
     ]
-    deltas: list[tuple[int, str, float]] = []
-    for s, r in zip(sim.generations, real.generations, strict=False):
-        s_told = told_after(s, sim.action_ms)
-        r_told = told_after(r, real.action_ms)
-        report.append(
-            f"{s.generation:3}  {s.join_ms:6}/{r.join_ms:<6}          "
-            f"{s_told if s_told is None else round(s_told):6}/"
-            f"{r_told if r_told is None else round(r_told):<6}            {s.reason}"
-        )
-        deltas.append((s.generation, "join phase", r.join_ms - s.join_ms))
-        if s_told is not None and r_told is not None:
-            deltas.append((s.generation, "action -> told", round(r_told - s_told)))
-    print("\n".join(report))
-    print("deltas (real - sim):", deltas)
+    #: (action, what, real - sim, how much later the real one may be)
+    deltas: list[tuple[str, str, int, int]] = []
+    problems: list[str] = []
+    sim_epochs, real_epochs = sim.epochs(), real.epochs()
+    for k, (a, s, r) in enumerate(zip(timeline, sim_epochs, real_epochs, strict=True)):
+        what = f"{a.kind} {a.member}"
+        s_told = told_after(s, sim.action_ms[k])
+        r_told = told_after(r, real.action_ms[k])
+        for i in range(max(len(s), len(r))):
+            gs = s[i] if i < len(s) else None
+            gr = r[i] if i < len(r) else None
+            report.append(
+                f"{what if i == 0 else '':14} "
+                f"{gs.generation if gs else '-':>3}/{gr.generation if gr else '-':<3}      "
+                f"{gs.join_ms if gs else '-':>6}/{gr.join_ms if gr else '-':<6}          "
+                + (f"{round(s_told):>6}/{round(r_told):<6}" if i == 0 else "")
+                + f"  {cause_of(gs.reason if gs else gr.reason if gr else '')}"
+            )
+        # what each action does is the same: the first generation it causes (members,
+        # leader, protocol, cause), the last (members), and what the members own then
+        if s[0].shape() != r[0].shape():
+            problems.append(f"{what}: first generation {r[0].shape()} != simulated {s[0].shape()}")
+        if s[-1].members != r[-1].members:
+            problems.append(f"{what}: settled on {r[-1].members}, simulated {s[-1].members}")
+        if sim.settled[k] != real.settled[k]:
+            problems.append(f"{what}: owned {real.settled[k]} != simulated {sim.settled[k]}")
+        # ... and so are the generations in between, but for one race: an extra
+        # cooperative round when a member's SyncGroup came after another member's
+        # revoke-and-rejoin (see lost_syncs and the module docstring)
+        extra = len(r) - len(s)
+        if extra == 0:
+            for gs, gr in zip(s, r, strict=True):
+                if gs.shape() != gr.shape():
+                    problems.append(f"{what}: generation {gr} != simulated {gs}")
+            missing = set(s[0].told) - set(r[0].told)
+            if not missing <= missed_first_sync(sim_epochs[k - 1] if k else [], s):
+                problems.append(f"{what}: {sorted(missing)} not told of generation {r[0]}")
+            for gs, gr in zip(s[1:], r[1:], strict=True):
+                if set(gs.told) != set(gr.told):
+                    problems.append(f"{what}: told of {gr}: {gr.told}, simulated {gs.told}")
+        elif not 0 < extra <= lost_syncs([*(real_epochs[k - 1] if k else []), *r]) or not all(
+            SECOND_ROUND.match(g.reason) for g in r[1:]
+        ):
+            problems.append(f"{what}: generations {r} for real, simulated {s}")
+        # a second round is started by a member that revoked in the round before
+        for outcome in (s, r):
+            for previous, g in itertools.pairwise(outcome):
+                m = SECOND_ROUND.match(g.reason)
+                if m and m["member"] not in previous.revoked:
+                    problems.append(f"{what}: {g} started by one that did not revoke")
+        # times: each join phase, and the action -> the last member told of the last
+        # generation it caused (an extra round may add its own wait)
+        for i, (gs, gr) in enumerate(zip(s, r, strict=False)):
+            deltas.append((what, f"join phase {i + 1}", gr.join_ms - gs.join_ms, TOLERANCE_MS))
+        late = (1 + extra) * TOLERANCE_MS
+        deltas.append((what, "told after", round(r_told - s_told), late))
     summary = "\n".join(report)
-
-    # the same generations: members, leader, protocol, cause
-    assert real.shape() == sim.shape(), summary
-    # the same final assignment, member by member
-    assert real.final_assignment == sim.final_assignment, summary
-    # every member of every generation was told of it (see missed_first_sync)
-    for i, (s, r) in enumerate(zip(sim.generations, real.generations, strict=True)):
-        missing = set(s.told) - set(r.told)
-        assert set(r.told) <= set(s.told), (s.generation, r.told, s.told)
-        assert missing <= missed_first_sync(sim, i), (s.generation, r.told, s.told, summary)
-        assert r.last_assigned_ms is not None, summary
-    # and the times, within one heartbeat interval plus the real run's noise
-    off = [(gen, what, d) for gen, what, d in deltas if abs(d) > TOLERANCE_MS]
-    assert not off, f"beyond +-{TOLERANCE_MS} ms: {off}\n{summary}"
+    print(summary)
+    print("deltas (real - sim):", [d[:3] for d in deltas])
+    assert not problems, "\n".join(problems) + "\n" + summary
+    assert real.settled[-1] == sim.settled[-1], summary  # the final assignment
+    off = [d for d in deltas if not -TOLERANCE_MS <= d[2] <= d[3]]
+    assert not off, f"beyond the tolerance ({TOLERANCE_MS} ms): {off}\n{summary}"
