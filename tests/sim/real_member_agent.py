@@ -15,9 +15,12 @@ the test can start members at chosen moments without paying for Python's start-u
 
 A crash is the test's SIGKILL. Events go to stdout, one JSON object per line, with
 ``t = time.monotonic()`` (CLOCK_MONOTONIC, the same clock in every process of the machine):
-``ready``, ``started`` (just before the GroupMember is built), ``assigned`` / ``revoked``
-/ ``lost`` (``gen``: the member's generation during the callback, ``parts``: the
-callback's partitions, ``owned``: the assignment after it), ``closed``, ``error``.
+``ready``, ``started`` (just before the GroupMember is built), ``joining`` (a JoinGroup
+goes out), ``assigned`` / ``revoked`` / ``lost`` (``gen``: the member's generation during
+the callback, ``parts``: the callback's partitions, ``owned``: the assignment after it),
+``closed``, ``error``; with ``AGENT_TRACE=1`` in the environment also ``tx`` / ``sent`` /
+``rx``: every request the machine emits, when it was written to the socket, every
+response.
 """
 
 from __future__ import annotations
@@ -79,38 +82,46 @@ class Reporting(RebalanceListener):
         self._report("lost", partitions)
 
 
-def trace_responses() -> None:
-    """``AGENT_TRACE=1``: report every request and response (``tx`` / ``rx``)."""
+def report_requests(trace: bool) -> None:
+    """Report each JoinGroup the member sends (``joining``: when the group work starts, after
+    the GroupMember's start-up) and, with ``trace``, every request and response (``tx``,
+    ``sent``, ``rx``): the machine's own methods, wrapped."""
+    from groupcoord.coordinator.messages import JoinGroupRequest
     from groupcoord.member.machine import MemberMachine
 
-    receive, next_requests = MemberMachine.receive, MemberMachine.next_requests
+    receive, next_requests, send = (
+        MemberMachine.receive,
+        MemberMachine.next_requests,
+        GroupMember._send,
+    )
+
+    def traced_next(self: MemberMachine, now_ms: int) -> list[Any]:
+        out = next_requests(self, now_ms)
+        for request in out:
+            if isinstance(request, JoinGroupRequest):
+                emit("joining")
+            if trace:
+                emit("tx", what=type(request).__name__, gen=getattr(request, "generation_id", None))
+        return out
 
     def traced_receive(self: MemberMachine, response: Any, now_ms: int) -> None:
         error = getattr(response, "error", None)
         emit("rx", what=type(response).__name__, error=getattr(error, "__name__", None))
         receive(self, response, now_ms)
 
-    def traced_next(self: MemberMachine, now_ms: int) -> list[Any]:
-        out = next_requests(self, now_ms)
-        for request in out:
-            emit("tx", what=type(request).__name__, gen=getattr(request, "generation_id", None))
-        return out
-
-    send = GroupMember._send
-
     def traced_send(self: GroupMember, request: Any) -> None:
         send(self, request)
         emit("sent", what=type(request).__name__)
 
-    GroupMember._send = traced_send  # type: ignore[method-assign]
-    MemberMachine.receive = traced_receive  # type: ignore[method-assign]
     MemberMachine.next_requests = traced_next  # type: ignore[method-assign]
+    if trace:
+        MemberMachine.receive = traced_receive  # type: ignore[method-assign]
+        GroupMember._send = traced_send  # type: ignore[method-assign]
 
 
 def main() -> None:
     settings = json.loads(sys.argv[1])
-    if os.environ.get("AGENT_TRACE"):
-        trace_responses()
+    report_requests(trace=bool(os.environ.get("AGENT_TRACE")))
     start, close = threading.Event(), threading.Event()
 
     def read_commands() -> None:

@@ -8,31 +8,50 @@ do not depend on which process the OS schedules first), member-3 joins at 3 s, m
 crashes at 4 s (SIGKILL: no LeaveGroup; the coordinator expires its session), member-2
 leaves cleanly at 6 s (``close()``: LeaveGroup). Session 1500 ms, heartbeats every 200 ms,
 no initial rebalance delay, no records (the real GroupMember does not fetch; the comparison
-is about coordination only).
+is about coordination only). Two assignors: range (eager: every rebalance is one
+generation and revokes everything) and cooperative-sticky (a rebalance that moves
+partitions takes two generations, the second started by the members that revoked; the
+assignment depends on the history, so matching it checks the whole way there).
 
-What must be the same in both runs, generation by generation: the generation number, its
-members (by name: client ids are the member names, and member ids start with them in both
-runs), its leader, its protocol and why it started (the coordinator's reason with member
-ids replaced by names). And the final assignment, member by member.
+What is compared, action by action (a start, the crash, the leave):
 
-What must be close: each generation's join phase (the coordinator's started -> completed,
-what it logs as ``duration_ms``) and the time from the timeline action that caused it
-(a start, the SIGKILL, the close()) to the last member being told its partitions. Both run
-the same coordinator and member state machines, so the only differences are where each
-member's heartbeat timer happens to be when something changes (the simulation's
-heartbeats tick in lockstep at round times; real ones have a random phase) and the real
-run's scheduling noise. A member hears of a rebalance at its next heartbeat, and a crashed
-member is expired one session timeout after its last heartbeat: each of these waits lies
-anywhere in [0, heartbeat.interval.ms] in one run and maybe at the other end in the other.
-Hence the tolerance: one heartbeat interval plus NOISE_MS for the real run's delays on a
-loaded 2-core CI machine (process start-up of the GroupMember's threads and connections,
-the GIL shared by a member's threads, the server's event loop, the test's own polling).
+- the generations it causes: their numbers, members (by name: the client ids are the
+  member names, and member ids start with them in both runs), leader, protocol and cause
+  (the coordinator's reason, member ids replaced by names), and which members were told
+  of each (``on_partitions_assigned``);
+- what every running member owns once they are over (the final assignment included);
+- how long they took: each generation's join phase (the coordinator's started ->
+  completed, ``duration_ms`` in its log) and the time from the moment the group work
+  began (the crash, the close(), a started member's first JoinGroup) to the last member
+  being told of the last generation.
 
-Two assignors: range (eager: every rebalance revokes everything; the final assignment
-depends on the final members only) and cooperative-sticky (incremental: a rebalance that
-moves partitions takes two generations, the second started by the members that revoked;
-the final assignment depends on the history, so it checks that both runs went through the
-same assignments).
+Both runs drive the same coordinator and member state machines. Where they may differ,
+and what the test allows (the simulator is not wrong in any of these; it models no
+client CPU time and no start-up, and its events at one instant happen in a fixed order):
+
+- **Heartbeat phase.** A member hears of a rebalance at its next heartbeat, and a crashed
+  member is expired one session after its last heartbeat: each such wait lies anywhere in
+  [0, heartbeat.interval.ms]. The simulated heartbeats tick in lockstep at times set by
+  the scenario's round numbers; real ones have a random phase. So a join phase may differ
+  by up to one heartbeat interval, and the action -> told time by one per generation; plus
+  NOISE_MS for the real run's own delays on a loaded 2-core machine (the GIL shared by a
+  member's threads, the server's event loop, the OS scheduling six processes).
+- **Start-up.** A real GroupMember connects, asks ApiVersions and Metadata, finds the
+  coordinator and loads each message codec on first use before its first JoinGroup: 30-150
+  ms here idle, up to 350 ms with both cores busy; the simulated one sends its JoinGroup
+  after one FindCoordinator round trip (2 ms). Times are measured from the first JoinGroup
+  for that reason; the start-up is printed, not compared.
+- **SyncGroup races (cooperative).** The leader revokes and rejoins the moment its
+  SyncGroup is answered. A follower whose SyncGroup arrives after that rejoin gets
+  REBALANCE_IN_PROGRESS instead of its assignment. In the simulation (no CPU time, equal
+  latencies) the follower's SyncGroup always arrives first. For real, a new member's first
+  SyncGroup loses often (it costs a few ms more: see ``missed_first_sync``), which changes
+  no generation; and now and then (about 1 run in 8 on a loaded machine) a member that
+  must revoke loses too: it never hears it must revoke, rejoins with what it owns, and the
+  leader's next assignment asks again, so the rebalance takes one generation more (see
+  ``lost_syncs``). The test allows exactly these and checks that each such generation is a
+  revoke-and-rejoin round. For the same reason the member named in a revoke-and-rejoin
+  round's cause is whichever of the revoking members was quicker (``cause_of``).
 """
 
 from __future__ import annotations
@@ -70,10 +89,9 @@ HEARTBEAT_INTERVAL_MS = 200
 #: also the rebalance timeout; no rebalance here comes near it
 MAX_POLL_INTERVAL_MS = 10_000
 RETRY_BACKOFF_MS = 100
-#: the real run's own delays on top of the heartbeat phase (see the module docstring);
-#: the deltas measured on a loaded 2-core machine are in the commit message
+#: the real run's own delays on top of the heartbeat phase (see the module docstring):
+#: measured 0-120 ms idle, up to ~200 ms with both cores of a 2-core machine kept busy
 NOISE_MS = 250
-TOLERANCE_MS = HEARTBEAT_INTERVAL_MS + NOISE_MS
 #: how long after its scheduled time an action may wait for the previous rebalance to end
 #: in the real run (a late action moves the times measured from it; it changes nothing else)
 LATE_S = 3.0
@@ -176,6 +194,9 @@ class Outcome:
     #: member -> partitions of the members running just before each action but the first,
     #: and at the end: what each action's rebalances settled on
     settled: list[dict[str, list[int]]]
+    #: when each action's group work began: a started member's first JoinGroup (after its
+    #: start-up: connections, metadata, finding the coordinator), else the action itself
+    begun_ms: list[float]
 
     def epochs(self) -> list[list[Generation]]:
         """The generations each action caused: those whose last member was told after it
@@ -273,7 +294,17 @@ def simulate(scenario: Scenario) -> Outcome:
                 if p.alive and not p.closing
             }
         )
-    return Outcome(generations, [a.at_s * 1000 for a in timeline], settled)
+    begun = []
+    for a in timeline:
+        at = a.at_s * 1000
+        if a.kind == "start":
+            at = min(
+                e["time_ms"]
+                for e in events
+                if e["kind"] == "join_sent" and e["member"] == a.member and e["time_ms"] >= at
+            )
+        begun.append(at)
+    return Outcome(generations, [a.at_s * 1000 for a in timeline], settled, begun)
 
 
 # ---------------------------------------------------------------------------- the real run
@@ -524,17 +555,21 @@ def run_for_real(
             ]
             state[name] = moves[-1]["owned"] if moves else []
         settled_states.append(state)
-    return Outcome(generations, action_ms, settled_states)
+    begun = [
+        (agents[a.member].reported("joining")[0]["t"] - t0) * 1000 if a.kind == "start" else t
+        for a, t in zip(timeline, action_ms, strict=True)
+    ]
+    return Outcome(generations, action_ms, settled_states, begun)
 
 
 # ---------------------------------------------------------------------------- the test
 
 
-def told_after(generations: list[Generation], action: float) -> float:
-    """How long after ``action`` the last member of the last of ``generations`` was told."""
+def told_after(generations: list[Generation], begun: float) -> float:
+    """How long after ``begun`` the last member of the last of ``generations`` was told."""
     told = generations[-1].last_assigned_ms
     assert told is not None
-    return told - action
+    return told - begun
 
 
 def missed_first_sync(before: list[Generation], generations: list[Generation]) -> set[str]:
@@ -597,16 +632,19 @@ def test_sim_matches_real_run(
 
     report = [
         f"{assignor} (the real run: {tmp_path / 'timeline.txt'})",
-        "action         gen sim/real  join phase ms sim/real  told after ms sim/real",
+        "action         gen sim/real  join phase ms sim/real  begun->told ms sim/real",
     ]
-    #: (action, what, real - sim, how much later the real one may be)
-    deltas: list[tuple[str, str, int, int]] = []
+    #: (action, what, real - sim, lowest allowed, highest allowed)
+    deltas: list[tuple[str, str, int, int, int]] = []
     problems: list[str] = []
+    startup: list[tuple[str, int, int]] = []
     sim_epochs, real_epochs = sim.epochs(), real.epochs()
     for k, (a, s, r) in enumerate(zip(timeline, sim_epochs, real_epochs, strict=True)):
         what = f"{a.kind} {a.member}"
-        s_told = told_after(s, sim.action_ms[k])
-        r_told = told_after(r, real.action_ms[k])
+        s_told = told_after(s, sim.begun_ms[k])
+        r_told = told_after(r, real.begun_ms[k])
+        s_up, r_up = sim.begun_ms[k] - sim.action_ms[k], real.begun_ms[k] - real.action_ms[k]
+        startup.append((what, round(s_up), round(r_up)))
         for i in range(max(len(s), len(r))):
             gs = s[i] if i < len(s) else None
             gr = r[i] if i < len(r) else None
@@ -652,13 +690,17 @@ def test_sim_matches_real_run(
         # times: each join phase, and the action -> the last member told of the last
         # generation it caused (an extra round may add its own wait)
         for i, (gs, gr) in enumerate(zip(s, r, strict=False)):
-            deltas.append((what, f"join phase {i + 1}", gr.join_ms - gs.join_ms, TOLERANCE_MS))
-        late = (1 + extra) * TOLERANCE_MS
-        deltas.append((what, "told after", round(r_told - s_told), late))
+            bound = HEARTBEAT_INTERVAL_MS + NOISE_MS
+            deltas.append((what, f"join phase {i + 1}", gr.join_ms - gs.join_ms, -bound, bound))
+        # each round may wait up to a heartbeat, in either run; an extra round adds one
+        bound = len(s) * HEARTBEAT_INTERVAL_MS + NOISE_MS
+        late = bound + extra * (HEARTBEAT_INTERVAL_MS + NOISE_MS)
+        deltas.append((what, "told after", round(r_told - s_told), -bound, late))
     summary = "\n".join(report)
     print(summary)
     print("deltas (real - sim):", [d[:3] for d in deltas])
+    print("start-up ms (sim, real):", startup)
     assert not problems, "\n".join(problems) + "\n" + summary
     assert real.settled[-1] == sim.settled[-1], summary  # the final assignment
-    off = [d for d in deltas if not -TOLERANCE_MS <= d[2] <= d[3]]
-    assert not off, f"beyond the tolerance ({TOLERANCE_MS} ms): {off}\n{summary}"
+    off = [d for d in deltas if not d[3] <= d[2] <= d[4]]
+    assert not off, f"beyond the tolerance: {off}\n{summary}"
