@@ -142,7 +142,11 @@ class Engine:
         check_invariants: bool = False,
     ) -> None:
         self.scenario = scenario
-        self.checker = InvariantChecker() if check_invariants else None
+        self.checker = (
+            InvariantChecker(heartbeat_thread=scenario.consumer.heartbeat_thread)
+            if check_invariants
+            else None
+        )
         self.seed = seed
         self.progress = progress
         self.now = 0
@@ -375,10 +379,12 @@ class Engine:
             process.on_stopped(self.now)
 
     def _release_all(self, process: Process) -> None:
+        paused = process.paused_until is not None  # a paused owner already stopped processing
         for tp, owned in process.owned.items():
             if owned.active:
                 owned.active = False
-                self.recorder.owner_stopped(tp, self.now)
+                if not paused:
+                    self.recorder.owner_stopped(tp, self.now)
         process.owned.clear()
         process.fetches.clear()
 
@@ -574,6 +580,9 @@ class Engine:
             return
         recorder, now, name = self.recorder, self.now, process.name
         for call in calls:
+            # sets iterate in hash order, which differs between processes (str hashing is
+            # salted): sorted, so the same seed gives the same run anywhere
+            partitions = sorted(call.partitions)
             if call.kind is CallbackKind.ASSIGNED:
                 if self.checker is not None:
                     self.checker.before_assigned(
@@ -584,7 +593,7 @@ class Engine:
                         self._group_members(),
                     )
                 fresh: dict[TopicPartition, _Owned] = {}
-                for tp in call.partitions:
+                for tp in partitions:
                     if tp not in process.owned:
                         fresh[tp] = process.owned[tp] = _Owned()
                 recorder.on_assigned(now, name, call.generation, call.partitions)
@@ -593,7 +602,7 @@ class Engine:
                 continue
             revoked = call.kind is CallbackKind.REVOKED
             offsets: dict[TopicPartition, int] = {}
-            for tp in call.partitions:
+            for tp in partitions:
                 owned = process.owned.pop(tp, None)
                 if owned is None:
                     continue
@@ -603,7 +612,13 @@ class Engine:
                 if revoked and owned.position is not None:
                     offsets[tp] = owned.position
             if revoked:
-                recorder.on_revoked(now, name, len(call.partitions), call.generation)
+                recorder.on_revoked(
+                    now,
+                    name,
+                    len(call.partitions),
+                    call.generation,
+                    rebalance=not (process.closing and self.scenario.group.static),
+                )
                 if self.scenario.consumer.commit_on_revoke and offsets:
                     machine.commit(offsets, now)
                     process.committed_positions.update(offsets)

@@ -177,10 +177,15 @@ class Recorder:
 
     # ------------------------------------------------------------------ member side
 
-    def on_revoked(self, now_ms: int, member: str, partitions: int, generation: int) -> None:
-        if self._first_revoke_ms is None:
-            self._first_revoke_ms = now_ms
-        self._pending_revoked += partitions
+    def on_revoked(
+        self, now_ms: int, member: str, partitions: int, generation: int, *, rebalance: bool = True
+    ) -> None:
+        """``rebalance=False``: a revocation that starts no rebalance (a static member's close
+        sends no LeaveGroup); it is logged but not charged to whatever rebalance comes next."""
+        if rebalance:
+            if self._first_revoke_ms is None:
+                self._first_revoke_ms = now_ms
+            self._pending_revoked += partitions
         self.event(now_ms, "revoked", member, generation=generation, partitions=partitions)
 
     def on_lost(self, now_ms: int, member: str, partitions: int, generation: int) -> None:

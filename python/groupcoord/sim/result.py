@@ -165,6 +165,27 @@ class SimResult:
         """``summary`` as the byte-stable JSON that ``summary.json`` holds."""
         return json.dumps(self.summary, sort_keys=True, indent=2) + "\n"
 
+    def describe(self) -> str:
+        """A few lines for people (what ``groupcoord simulate`` prints)."""
+        s = self.summary
+        stable = s["time_to_stable_ms"]
+        lines = [
+            f"simulated {s['duration_s']:g} s (seed {s['seed']}): "
+            f"{s['rebalances']} rebalances, final generation {s['final_generation']}, "
+            f"{s['members_running']} members running",
+            "  first stable generation: "
+            + ("never" if stable is None else f"after {stable / 1000:.3f} s"),
+            f"  members expired: {s['members_expired_session']} by session timeout, "
+            f"{s['members_expired_poll']} by max.poll.interval.ms; {s['members_left']} left",
+            f"  unavailable: {s['unavailable_partition_seconds']:g} partition-seconds; "
+            f"stop-the-world {s['stop_the_world_ms'] / 1000:g} s",
+            f"  records: {s['records_processed']} processed of {s['records_arrived']} arrived, "
+            f"{s['duplicates']} duplicates; lag p50 {s['p50_lag_ms']} ms, "
+            f"p99 {s['p99_lag_ms']} ms, max {s['max_lag_ms']} ms",
+            f"  requests: {s['requests']} ({s['simulated_heartbeats']} heartbeats)",
+        ]
+        return "\n".join(lines)
+
     def write(self, out_dir: str | Path) -> Path:
         """Write ``summary.json``, ``events.parquet`` and ``rebalances.parquet``."""
         import pyarrow.parquet as pq

@@ -28,7 +28,7 @@ from groupcoord.config import INT32_MAX, ConfigError
 from groupcoord.member.protocol_choice import choose_protocol
 from groupcoord.sim.distributions import Distribution, DistributionError
 
-__all__ = ["ACTIONS", "Scenario", "ScenarioError", "TimelineEvent"]
+__all__ = ["ACTIONS", "Scenario", "ScenarioError", "TimelineEvent", "parse_override"]
 
 
 class ScenarioError(ValueError):
@@ -435,6 +435,21 @@ class Scenario:
     @property
     def duration_ms(self) -> int:
         return round(self.duration_s * 1000)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` as ``--set`` takes it: VALUE is read as a TOML value (``100``, ``true``,
+    ``["range"]``, ``{ dist = "constant", value = 5 }``), or else taken as a plain string."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ScenarioError(f"--set takes KEY=VALUE, got {text!r}")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
 
 
 def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> None:
