@@ -230,8 +230,9 @@ def cause_of(reason: str) -> str:
 
 
 def member_name(member_id: str) -> str:
-    """``member-3-<uuid4>`` (the server) or ``member-3-4`` (the simulator) -> ``member-3``."""
-    m = re.match(r"(member-\d+)-", member_id)
+    """``member-3-<uuid4>`` (the server), ``member-3-4`` (the simulator's member ids) or
+    ``member-3`` (the simulator's event log, which names processes) -> ``member-3``."""
+    m = re.match(r"(member-\d+)(-|$)", member_id)
     assert m is not None, f"member id {member_id!r} does not start with a member name"
     return m.group(1)
 
