@@ -7,6 +7,7 @@ responses; every test here runs both on the same input and compares.
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Any
 
@@ -160,6 +161,28 @@ def uvarint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+@given(heartbeat_frames(), st.binary(min_size=1, max_size=12))
+def test_trailing_bytes_are_ignored_by_both_as_kafka_does(
+    case: tuple[int, bytes], junk: bytes
+) -> None:
+    """Bytes after the body (a v4 body ends with its tagged fields) are not read: both
+    paths give the request without them, as Kafka's request parsing does."""
+    _, frame = case
+    expected = generic_decode(frame, 7)
+    assert decode_heartbeat_request(frame + junk, 7) == generic_decode(frame + junk, 7) == expected
+
+
+def test_trailing_bytes_are_logged_at_debug_by_both(caplog: pytest.LogCaptureFixture) -> None:
+    frame = encode_request(12, 4, 3, "c", kio_heartbeat(4, "g", 1, "m", None))[4:] + bytes(3)
+    for decode in (decode_heartbeat_request, generic_decode):
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="groupcoord.protocol"):
+            decode(frame, 7)
+        assert [r.getMessage() for r in caplog.records] == [
+            "API 12 v4 request from client 'c': ignoring 3 trailing bytes after the body"
+        ]
 
 
 @given(heartbeat_frames(), st.data())

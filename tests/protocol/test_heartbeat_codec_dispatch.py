@@ -1,7 +1,8 @@
 """The server's Heartbeat fast path (``Dispatcher.dispatch`` on a Heartbeat frame) against
 the generic pipeline on a real coordinator: kio decode, ``to_coordinator_request``,
 ``GroupGateway.submit``, ``to_kio_response``, ``encode_response``. Same bytes, in a Stable
-group, a group preparing a rebalance, and for unknown groups, members and generations."""
+group, a group preparing a rebalance, and for unknown groups, members and generations, with
+and without bytes after the request body."""
 
 from __future__ import annotations
 
@@ -122,6 +123,7 @@ def test_fast_path_answers_byte_for_byte_like_the_generic_pipeline() -> None:
         member_id, generation = await stable_group(d.groups)
         codes = set()
         frames = heartbeat_frames(member_id, generation)
+        frames += [frame + bytes(3) for frame in frames]  # bytes after the body: ignored
         for frame in frames:  # Stable
             fast = d.dispatch(frame, "/127.0.0.1")
             assert fast == generic_reply(d.groups, frame)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import logging
 import struct
 
 import pytest
@@ -25,6 +26,7 @@ from kio.schema.heartbeat.v4.request import HeartbeatRequest as HeartbeatRequest
 from kio.schema.heartbeat.v4.response import HeartbeatResponse as HeartbeatResponseV4
 from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupRequestV5
 from kio.schema.join_group.v5.request import JoinGroupRequestProtocol as ProtocolV5
+from kio.schema.metadata.v13.request import MetadataRequest as MetadataRequestV13
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from groupcoord.errors import InvalidRequestError, UnsupportedVersionError
@@ -325,14 +327,50 @@ def test_malformed_headers_raise_typed_errors(body: bytes) -> None:
         decode_request(body)
 
 
-def test_truncated_and_padded_payloads_are_malformed() -> None:
-    body = encode_request(
-        12, 0, 1, "c", HeartbeatRequestV0(group_id="g", generation_id=i32(1), member_id="m")
-    )[4:]
+def test_truncated_payloads_are_malformed_and_padded_ones_are_read() -> None:
+    request = HeartbeatRequestV0(group_id="g", generation_id=i32(1), member_id="m")
+    body = encode_request(12, 0, 1, "c", request)[4:]
     with pytest.raises(MalformedFrameError):
         decode_request(body[:-1])
-    with pytest.raises(MalformedFrameError, match="trailing"):
-        decode_request(body + b"\x00")
+    # bytes after the body are ignored, as Kafka's request parsing ignores them
+    assert decode_request(body + b"\x00") == decode_request(body)
+    assert decode_request(body + b"\xff" * 9)[1] == request
+
+
+def metadata_v13_all_topics() -> MetadataRequestV13:
+    return MetadataRequestV13(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+
+
+def test_metadata_v13_all_topics_with_trailing_bytes_reads_as_without_them() -> None:
+    """librdkafka 2.16 sends Metadata v13 "all topics" with three stray bytes after the
+    body; Kafka reads the schema and ignores them, so must we (debug-logged)."""
+    body = encode_request(3, 13, 2, "rdkafka", metadata_v13_all_topics())[4:]
+    header, request = decode_request(body + bytes(3))
+    assert (header, request) == decode_request(body)
+    assert request.topics is None
+    # a truncated body is still refused (the 4-byte body cut anywhere before its end)
+    for cut in range(1, 5):
+        with pytest.raises(MalformedFrameError):
+            decode_request(body[:-cut])
+
+
+def test_librdkafka_2_16_metadata_all_topics_frame_is_read_as_kafka_reads_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The frame librdkafka 2.16 sent (captured): it reserves 4 bytes for the topic count
+    and leaves them 0, then allow_auto_topic_creation 1, include_topic_authorized_operations
+    0 and its tagged fields. A schema reader (Kafka, and us) takes the first 0 as a null
+    topic array, the next three as the two booleans and the tagged fields, and ignores the
+    3 bytes left."""
+    frame = bytes.fromhex("0003000d00000003000772646b61666b610000000000010000")
+    with caplog.at_level(logging.DEBUG, logger="groupcoord.protocol"):
+        header, request = decode_request(frame)
+    assert (header.api_key, header.api_version, header.correlation_id) == (3, 13, 3)
+    assert header.client_id == "rdkafka"
+    assert request == metadata_v13_all_topics()
+    assert "API 3 v13" in caplog.text and "3 trailing bytes" in caplog.text
 
 
 @given(st.binary(max_size=64))
@@ -368,6 +406,32 @@ def test_api_versions_v0_fallback_is_read_in_place_of_a_newer_version() -> None:
     correlation_id, response = decode_response(18, 4, body)
     assert correlation_id == 3
     assert response == fallback
+
+
+def test_api_versions_v0_fallback_with_trailing_bytes_is_still_the_fallback() -> None:
+    fallback = ApiVersionsResponseV0(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=(ApiVersionV0(api_key=i16(18), min_version=i16(0), max_version=i16(3)),),
+    )
+    header = RequestHeader(api_key=18, api_version=4, correlation_id=3, client_id="c")
+    body = encode_response(header, fallback)[4:]
+    assert decode_response(18, 4, body + bytes(3)) == (3, fallback)
+    # and a response of the version asked for, padded, is that response
+    v3 = ApiVersionsResponseV3(error_code=ErrorCode.none, api_keys=(), throttle_time=ms(0))
+    body = encode_response(RequestHeader(api_key=18, api_version=3, correlation_id=4), v3)[4:]
+    assert decode_response(18, 3, body + b"\x01\x02") == (4, v3)
+
+
+def test_trailing_bytes_after_a_response_are_ignored_as_kafka_clients_do(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Kafka's NetworkClient.parseResponse reads the schema and ignores what follows."""
+    header = RequestHeader(api_key=12, api_version=4, correlation_id=3)
+    response = HeartbeatResponseV4(throttle_time=ms(0), error_code=ErrorCode.none)
+    body = encode_response(header, response)[4:]
+    with caplog.at_level(logging.DEBUG, logger="groupcoord.protocol"):
+        assert decode_response(12, 4, body + bytes(3)) == (3, response)
+    assert "API 12 v4 response" in caplog.text and "3 trailing bytes" in caplog.text
 
 
 def test_truncated_response_is_malformed() -> None:

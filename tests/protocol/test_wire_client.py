@@ -67,6 +67,17 @@ def test_responses_are_matched_to_their_requests_in_any_order_and_chunking(
     assert codec.in_flight == 0
 
 
+def test_a_padded_response_is_read_and_the_stream_goes_on() -> None:
+    codec = ClientCodec()
+    _, first = codec.encode(heartbeat(1))
+    _, second = codec.encode(heartbeat(2))
+    padded = answer(first, 27)
+    padded = (int.from_bytes(padded[:4], "big") + 3).to_bytes(4, "big") + padded[4:] + bytes(3)
+    received = codec.feed(padded + answer(second, 0))
+    assert [r.response.error_code for r in received] == [ErrorCode(27), ErrorCode(0)]
+    assert codec.in_flight == 0
+
+
 def test_a_response_to_nothing_in_flight_is_malformed() -> None:
     codec = ClientCodec()
     _, frame = codec.encode(ApiVersionsV0())

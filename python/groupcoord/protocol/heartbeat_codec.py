@@ -10,7 +10,8 @@ the version, correlation id and error code. The group logic stays in the coordin
 It reads exactly what the generic path (:func:`~groupcoord.protocol.wire.decode_request`
 plus :func:`~groupcoord.protocol.group_messages.to_coordinator_request`) reads and writes
 byte for byte what it writes, and bad bytes raise the same
-:class:`~groupcoord.protocol.wire.MalformedFrameError`, with one deliberate difference:
+:class:`~groupcoord.protocol.wire.MalformedFrameError`. Bytes after the body are ignored
+(logged at DEBUG) on both paths, as Kafka ignores them. There is one deliberate difference:
 unknown tagged fields in a v4 request body are skipped, as Kafka's generated readers do
 (they keep them as ``unknownTaggedFields``), where kio rejects them. Heartbeat v4 defines
 no tagged fields, so a client sending one is newer than us, not wrong.
@@ -28,6 +29,7 @@ Layouts (request header v1 for v0-v3, v2 for v4; response header v0 for v0-v3, v
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Final
 
@@ -41,6 +43,8 @@ __all__ = [
     "encode_heartbeat_response",
     "heartbeat_prefixes",
 ]
+
+log = logging.getLogger("groupcoord.protocol")
 
 HEARTBEAT_API_KEY: Final = 12
 HEARTBEAT_MAX_VERSION: Final = 4
@@ -172,9 +176,9 @@ def decode_heartbeat_request(
     prefix, header included); ``correlation`` goes into the request. The frame's first
     four bytes must name Heartbeat v0-v4 (see :func:`heartbeat_prefixes`).
 
-    The common case (strings under 128 bytes, no tagged fields) is read in one pass with
-    few calls; anything else, including every malformed frame, goes to the careful reader,
-    which gives the precise error.
+    The common case (strings under 128 bytes, no tagged fields, nothing after the body) is
+    read in one pass with few calls; anything else, including every malformed frame, goes
+    to the careful reader, which gives the precise error.
     """
     try:
         return _decode_common(frame, correlation)
@@ -268,9 +272,10 @@ def _decode_carefully(frame: bytes, correlation: object) -> tuple[int, Heartbeat
     pos = _HEADER.size
     # The client id is not used for a heartbeat, but a frame whose client id the generic
     # path cannot read must be refused here too.
+    client_id: str | None = None
     if client_id_length >= 0:
         end = pos + client_id_length
-        _text(frame, pos, end, "client id")
+        client_id = _text(frame, pos, end, "client id")
         pos = end
     elif client_id_length != -1:
         raise MalformedFrameError(f"Heartbeat: client id length {client_id_length} is negative")
@@ -289,9 +294,13 @@ def _decode_carefully(frame: bytes, correlation: object) -> tuple[int, Heartbeat
         instance_id = None
         if version >= 3:
             instance_id, pos = _legacy_string(frame, pos, "group_instance_id", True)
-    if pos != len(frame):
-        raise MalformedFrameError(
-            f"Heartbeat v{version} payload has {len(frame) - pos} trailing bytes"
+    if pos != len(frame):  # ignored, as on the generic path (and in Kafka)
+        log.debug(
+            "API %d v%d request from client %r: ignoring %d trailing bytes after the body",
+            HEARTBEAT_API_KEY,
+            version,
+            client_id,
+            len(frame) - pos,
         )
     assert group_id is not None and member_id is not None  # non-nullable reads never return None
     return correlation_id, _request(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import struct
 import typing
 from collections.abc import Callable
@@ -56,6 +57,8 @@ __all__ = [
     "request_header_version",
     "response_header_version",
 ]
+
+log = logging.getLogger("groupcoord.protocol")
 
 #: What kio raises on bytes that are not a valid payload: its own errors, and plain
 #: KeyError (an unknown tagged field), ValueError (an unknown enum value), OverflowError,
@@ -348,7 +351,12 @@ def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
 
 
 def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> Any:
-    """The kio request object of ``frame[offset:]`` for the header's (api, version)."""
+    """The kio request object of ``frame[offset:]`` for the header's (api, version).
+
+    A truncated or malformed body, or a null where the schema has a non-nullable array,
+    raises :class:`MalformedFrameError`. Bytes after the body are ignored (logged at
+    DEBUG), as Kafka's request parsing ignores them: it reads the schema and nothing more.
+    """
     cls = _request_class(header.api_key, header.api_version)
     if cls is None:
         raise UnsupportedApiError(
@@ -362,9 +370,14 @@ def decode_request_payload(header: RequestHeader, frame: bytes, offset: int) -> 
             f"API {header.api_key} v{header.api_version} payload: {type(e).__name__}: {e}"
         ) from None
     if offset + size != len(frame):
-        raise MalformedFrameError(
-            f"API {header.api_key} v{header.api_version} payload has "
-            f"{len(frame) - offset - size} trailing bytes"
+        # Kafka's request parsing reads the schema and ignores what follows; librdkafka
+        # 2.16 sends Metadata v9+ "all topics" with 3 stray bytes after the body
+        log.debug(
+            "API %d v%d request from client %r: ignoring %d trailing bytes after the body",
+            header.api_key,
+            header.api_version,
+            header.client_id,
+            len(frame) - offset - size,
         )
     nulls = null_arrays(request)
     if nulls:
@@ -479,9 +492,11 @@ def peek_correlation_id(payload: bytes) -> int:
 def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:
     """``(correlation_id, kio response)`` of a response frame body to (api, version).
 
-    An ApiVersions response is read with header v0 whatever the version; if it is too
-    short for the requested version but carries an error, it is read as the v0 fallback
-    Kafka sends to a version it does not support.
+    An ApiVersions response is read with header v0 whatever the version; if it cannot be
+    read as the requested version but carries an error, it is read as the v0 fallback
+    Kafka sends to a version it does not support. Bytes after the body are ignored
+    (logged at DEBUG), as Kafka's clients ignore them (``NetworkClient.parseResponse``
+    reads the schema and nothing more).
     """
     cls = _response_class(api_key, version)
     if cls is None:
@@ -492,8 +507,6 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
     try:
         check_lengths(cls, payload, pos)
         response, size = _reader(cls)(payload, pos)
-        if pos + size != len(payload):
-            raise MalformedFrameError(f"{len(payload) - pos - size} trailing bytes")
         nulls = null_arrays(response)
         if nulls:
             raise MalformedFrameError(f"non-nullable array {nulls[0]} is null")
@@ -503,11 +516,20 @@ def decode_response(api_key: int, version: int, payload: bytes) -> tuple[int, An
             raise MalformedFrameError(
                 f"API {api_key} v{version} response: {type(e).__name__}: {e}"
             ) from None
-        return correlation_id, fallback
+        response, size = fallback
+    if pos + size != len(payload):
+        log.debug(
+            "API %d v%d response: ignoring %d trailing bytes after the body",
+            api_key,
+            version,
+            len(payload) - pos - size,
+        )
     return correlation_id, response
 
 
-def _api_versions_fallback(api_key: int, version: int, payload: bytes, pos: int) -> Any:
+def _api_versions_fallback(
+    api_key: int, version: int, payload: bytes, pos: int
+) -> tuple[Any, int] | None:
     if api_key != API_VERSIONS_KEY or version == 0:
         return None
     v0 = _response_class(API_VERSIONS_KEY, 0)
@@ -516,6 +538,6 @@ def _api_versions_fallback(api_key: int, version: int, payload: bytes, pos: int)
         response, size = _reader(v0)(payload, pos)
     except _DECODE_ERRORS:
         return None
-    if pos + size != len(payload) or response.error_code == 0:
+    if response.error_code == 0:
         return None
-    return response
+    return response, size

@@ -142,7 +142,11 @@ class Engine:
         check_invariants: bool = False,
     ) -> None:
         self.scenario = scenario
-        self.checker = InvariantChecker() if check_invariants else None
+        self.checker = (
+            InvariantChecker(heartbeat_thread=scenario.consumer.heartbeat_thread)
+            if check_invariants
+            else None
+        )
         self.seed = seed
         self.progress = progress
         self.now = 0
@@ -379,10 +383,12 @@ class Engine:
             process.on_stopped(self.now)
 
     def _release_all(self, process: Process) -> None:
+        paused = process.paused_until is not None  # a paused owner already stopped processing
         for tp, owned in process.owned.items():
             if owned.active:
                 owned.active = False
-                self.recorder.owner_stopped(tp, self.now)
+                if not paused:
+                    self.recorder.owner_stopped(tp, self.now)
         process.owned.clear()
         process.fetches.clear()
 
@@ -655,7 +661,13 @@ class Engine:
                 if revoked and owned.position is not None:
                     offsets[tp] = owned.position
             if revoked:
-                recorder.on_revoked(now, name, len(call.partitions), call.generation)
+                recorder.on_revoked(
+                    now,
+                    name,
+                    len(call.partitions),
+                    call.generation,
+                    rebalance=not (process.closing and self.scenario.group.static),
+                )
                 if self.scenario.consumer.commit_on_revoke and offsets:
                     machine.commit(offsets, now)
                     process.committed_positions.update(offsets)

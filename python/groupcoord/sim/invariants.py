@@ -3,11 +3,19 @@
 The same rules the member tests hold the machines to, over the simulator's processes:
 
 - no partition is in the assignments of two processes that the coordinator counts as members
-  of the group;
+  of the group and that can act (not paused, not cut off from the coordinator, and, for a
+  client without a heartbeat thread, not busy outside ``poll()``);
 - a partition reaches a new owner's application only after every other application that
   held it was told to give it up (revoked, or lost because its member fell out of the group),
-  unless the coordinator had already removed that other member (a crashed, paused or cut-off
-  process is a zombie until it notices: Kafka cannot prevent that, it fences its commits);
+  unless the coordinator had already removed that other member or that process cannot act.
+
+The exemptions are Kafka's own limits: a paused or cut-off process, or a pre-KIP-62 client
+busy processing (it does no I/O outside ``poll()``), is a zombie until it can act again and
+notice (its first step after the pause reports the partitions lost). The
+coordinator completes a rebalance without a static member that did not rejoin within the
+rebalance timeout, handing out what that member gained in its last assignment (its
+subscription's owned partitions predate it); Kafka fences such a zombie's commits, it cannot
+stop its processing.
 - no process's generation goes down.
 
 A violation raises :class:`InvariantViolation` at the virtual time it happens.
@@ -32,8 +40,9 @@ class InvariantViolation(AssertionError):
 
 
 class InvariantChecker:
-    def __init__(self) -> None:
+    def __init__(self, *, heartbeat_thread: bool = True) -> None:
         self._generations: dict[int, int] = {}
+        self._thread = heartbeat_thread
 
     def after_step(
         self, now_ms: int, processes: Iterable[Process], members: frozenset[str]
@@ -52,7 +61,7 @@ class InvariantChecker:
                         f"t={now_ms}: {process.name}'s generation went from {last} to {generation}"
                     )
                 self._generations[id(process)] = generation
-            if machine.member_id not in members:
+            if machine.member_id not in members or not self._can_act(process):
                 continue
             for tp in machine.assignment:
                 other = owners.get(tp)
@@ -72,7 +81,12 @@ class InvariantChecker:
     ) -> None:
         """``new_owner``'s application is about to be told it has ``partitions``."""
         for other in processes:
-            if other is new_owner or not other.alive or other.machine.member_id not in members:
+            if (
+                other is new_owner
+                or not other.alive
+                or other.machine.member_id not in members
+                or not self._can_act(other)
+            ):
                 continue
             held = partitions & other.owned.keys()
             if not held:
@@ -89,3 +103,8 @@ class InvariantChecker:
                     f"{other.name}'s application still holds them and was not told to give "
                     "them up"
                 )
+
+    def _can_act(self, process: Process) -> bool:
+        if process.paused_until is not None or process.cut_until is not None:
+            return False
+        return self._thread or process.busy_until is None

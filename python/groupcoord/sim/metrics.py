@@ -162,7 +162,9 @@ class Recorder:
         self.event(
             event.at_ms,
             "member_removed",
-            event.group_instance_id or event.member_id,
+            # the process name: a static member's instance id; a dynamic member's id is
+            # "<client id = name>-<n>" (SequentialMemberIds)
+            event.group_instance_id or event.member_id.rpartition("-")[0],
             detail=f"{event.cause.value}: {event.reason}",
         )
 
@@ -177,10 +179,15 @@ class Recorder:
 
     # ------------------------------------------------------------------ member side
 
-    def on_revoked(self, now_ms: int, member: str, partitions: int, generation: int) -> None:
-        if self._first_revoke_ms is None:
-            self._first_revoke_ms = now_ms
-        self._pending_revoked += partitions
+    def on_revoked(
+        self, now_ms: int, member: str, partitions: int, generation: int, *, rebalance: bool = True
+    ) -> None:
+        """``rebalance=False``: a revocation that starts no rebalance (a static member's close
+        sends no LeaveGroup); it is logged but not charged to whatever rebalance comes next."""
+        if rebalance:
+            if self._first_revoke_ms is None:
+                self._first_revoke_ms = now_ms
+            self._pending_revoked += partitions
         self.event(now_ms, "revoked", member, generation=generation, partitions=partitions)
 
     def on_lost(self, now_ms: int, member: str, partitions: int, generation: int) -> None:
