@@ -1,9 +1,11 @@
 """The simulator's outputs must not move when the engine is made faster.
 
 The files under ``golden/`` were written by the engine as it was *before* the performance
-work (commit 5c4c813, one heap event per poll and per batch): every optimization since
-must give byte-identical ``summary_json()`` and the same event rows. A deliberate change of
-behaviour regenerates them (``GROUPCOORD_REGEN_GOLDEN=1``) and says why in its commit.
+work (one heap event per poll and per batch): first at 5c4c813, then again after merging
+main at fd49086, with main's own engine (its event rows name removed members by process;
+the summaries did not change). Every optimization must give byte-identical
+``summary_json()`` and the same event rows. A deliberate change of behaviour regenerates
+them (``GROUPCOORD_REGEN_GOLDEN=1``) and says why in its commit.
 """
 
 from __future__ import annotations
