@@ -205,7 +205,14 @@ def spark_here(grid: Grid, out: Path) -> dict[str, float]:
 
 
 def _record(name: str, runs: int, seconds: float, **extra: float) -> None:
-    RESULTS[name] = {"runs": runs, "seconds": seconds, "per_min": runs / seconds * 60, **extra}
+    RESULTS[name] = {
+        "runs": runs,
+        "seconds": seconds,
+        "per_min": runs / seconds * 60,
+        # the machine is shared: the 1-minute load average when the variant ended
+        "load": os.getloadavg()[0],
+        **extra,
+    }
 
 
 def test_plain_loop(benchmark: Any, grid: Grid, tmp_path: Path) -> None:
@@ -255,8 +262,8 @@ def summary(grid: Grid) -> Iterator[None]:
     pool_rate = RESULTS.get("multiprocessing.Pool(2)", {}).get("per_min")
     lines = [
         f"sweep of {grid.size} runs",
-        "| variant | wall s | runs/min | time / Pool(2) | with the session's start |",
-        "|:--|--:|--:|--:|--:|",
+        "| variant | wall s | runs/min | time / Pool(2) | with the session's start | load |",
+        "|:--|--:|--:|--:|--:|--:|",
     ]
     for name, r in RESULTS.items():
         ratio = f"{pool_rate / r['per_min']:.2f}x" if pool_rate else "-"
@@ -268,7 +275,7 @@ def summary(grid: Grid) -> Iterator[None]:
                 if session
                 else "-"
             )
-            + " |"
+            + f" | {r['load']:.1f} |"
         )
     one, two = RESULTS.get("Spark local[1]"), RESULTS.get("Spark local[2]")
     if one and two:
