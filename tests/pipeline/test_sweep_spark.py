@@ -208,18 +208,24 @@ def test_a_bigger_grid_resumes_into_the_same_out(spark: Any, tmp_path: Path) -> 
 
 
 def test_a_run_that_raises_is_recorded(spark: Any, tmp_path: Path) -> None:
-    # 1e308 records/s passes the scenario's checks (a finite number >= 0) but overflows when
-    # the simulation counts the arrivals: a run that raises at run time
+    def simulate(scenario: Any, seed: int) -> Any:
+        # runs in the executors (shipped by value: a nested function)
+        if scenario.workload.records_per_second_per_partition > 1:
+            raise OverflowError("the simulation failed at run time")
+        from groupcoord.sim import run
+
+        return run(scenario, seed)
+
     grid = make_grid(
         tmp_path,
-        axes='[axes]\n"workload.records_per_second_per_partition" = [1.0, 1e308]\n',
+        axes='[axes]\n"workload.records_per_second_per_partition" = [1.0, 2.0]\n',
         seeds="[1]",
     )
     out = tmp_path / "out"
-    result = run_sweep(grid, out, spark=spark, progress=False)
+    result = run_sweep(grid, out, spark=spark, progress=False, simulate=simulate)
     assert (result.ran, result.failed) == (2, 1)
     rows = {r["workload.records_per_second_per_partition"]: r for r in read_runs(out).to_pylist()}
-    bad, good = rows[1e308], rows[1.0]
+    bad, good = rows[2.0], rows[1.0]
     assert bad["error"] is not None and bad["error"].startswith("OverflowError:")
     assert all(bad[k] is None for k in SUMMARY_COLUMNS)
     assert good["error"] is None and good["rebalances"] >= 1

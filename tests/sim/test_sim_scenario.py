@@ -283,3 +283,18 @@ def test_empirical_draws_from_the_list() -> None:
 def test_bad_distributions(table: object) -> None:
     with pytest.raises(DistributionError, match=r"^x"):
         Distribution.from_table("x", table)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (minimal(workload={"records_per_second_per_partition": 1e308}), "<= 1e+06"),
+        ({"duration_s": 1e308, "group": {"members": 1, "topics": {"t": 1}}}, "duration_s must be"),
+        (minimal(network={"latency_ms": 1e300}), "network.latency_ms must be a number in [0,"),
+    ],
+)
+def test_values_too_large_to_simulate_are_refused(doc: dict[str, Any], message: str) -> None:
+    """They used to pass validation and overflow inside the run."""
+    with pytest.raises(ScenarioError) as info:
+        Scenario.from_dict(doc)
+    assert message in str(info.value)

@@ -49,7 +49,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from groupcoord.pipeline.grid import Grid, Run, canonical_json, column_value
 from groupcoord.pipeline.session import PipelineError, spark_session
+from groupcoord.sim import Scenario, SimResult
 from groupcoord.sim.result import EVENT_COLUMNS, REBALANCE_COLUMNS
+
+#: what a run executes: ``simulate(scenario, seed) -> SimResult``
+Simulate = Callable[[Scenario, int], SimResult]
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -160,6 +164,7 @@ def simulate_batches(
     *,
     base: Mapping[str, Any],
     axis_kinds: Mapping[str, str],
+    simulate: Simulate | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function: for each input row (``run_id``, ``seed``, ``overrides``),
     run the simulation and yield one batch of the task schema. A run that raises yields its
@@ -171,7 +176,9 @@ def simulate_batches(
     for batch in batches:
         for row in batch.to_pylist():
             overrides = json.loads(row["overrides"])
-            yield _simulate_one(scenario, row["run_id"], row["seed"], overrides, axis_kinds, schema)
+            yield _simulate_one(
+                scenario, row["run_id"], row["seed"], overrides, axis_kinds, schema, simulate
+            )
 
 
 def _simulate_one(
@@ -181,10 +188,13 @@ def _simulate_one(
     overrides: Mapping[str, Any],
     axis_kinds: Mapping[str, str],
     schema: pa.Schema,
+    simulate: Simulate | None = None,
 ) -> pa.RecordBatch:
     import pyarrow as pa
 
     from groupcoord.sim import run
+
+    simulate = run if simulate is None else simulate
 
     out: dict[str, Any] = {"run_id": run_id, "seed": seed}
     for key, kind in axis_kinds.items():
@@ -193,7 +203,7 @@ def _simulate_one(
     tables: dict[str, pa.Table | None] = {"rebalances": None, "events": None}
     started = time.perf_counter()
     try:
-        result = run(scenario.replace(**overrides), seed)
+        result = simulate(scenario.replace(**overrides), seed)
     except Exception as exc:  # a run that raises is recorded, it does not stop the sweep
         out["error"] = _error_text(exc)
     else:
@@ -446,6 +456,7 @@ def run_sweep(
     on_write: Callable[[str, int], None] | None = None,
     report: bool = True,
     heatmap_axes: tuple[str, str] | None = None,
+    simulate: Simulate | None = None,
 ) -> SweepResult:
     """Run ``grid`` into ``out`` (resuming what is there) and write the report.
 
@@ -453,6 +464,8 @@ def run_sweep(
     ``chunk_runs``: a fixed chunk size instead of time-sized chunks. ``on_write(dataset,
     chunk)`` is called after each dataset of a chunk is written (for tools and tests).
     ``heatmap_axes``: the report's two heatmap axes (default: the two with most values).
+    ``simulate(scenario, seed)``: what each run executes (default :func:`groupcoord.sim.run`;
+    it is shipped to the executors, so a wrapper must be picklable by cloudpickle).
     """
     started = time.monotonic()
     out = Path(out)
@@ -492,7 +505,12 @@ def run_sweep(
         # sorting its rows by run_id first (a sort of every event of the chunk)
         spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "256")
         schema = _task_schema(grid.axis_kinds())
-        task = partial(simulate_batches, base=dict(grid.scenario.raw), axis_kinds=grid.axis_kinds())
+        task = partial(
+            simulate_batches,
+            base=dict(grid.scenario.raw),
+            axis_kinds=grid.axis_kinds(),
+            simulate=simulate,
+        )
         bar = _Progress(len(runs), skipped, enabled=progress)
         timing: list[tuple[int, float]] = []
 

@@ -26,6 +26,9 @@ __all__ = ["Distribution", "DistributionError"]
 #: the standard normal quantile of 0.99: p99 = median * exp(sigma * Z99)
 _Z99: Final = 2.3263478740408408
 
+#: a day, in ms: no record or network hop takes longer in a meaningful scenario
+_MAX_MS: Final = 86_400_000.0
+
 _FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "constant": ("value",),
     "uniform": ("low", "high"),
@@ -41,8 +44,8 @@ class DistributionError(ValueError):
 def _number(where: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DistributionError(f"{where} must be a number, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise DistributionError(f"{where} must be a finite number >= 0, got {value!r}")
+    if not math.isfinite(value) or not 0 <= value <= _MAX_MS:
+        raise DistributionError(f"{where} must be a number in [0, {_MAX_MS:g}] ms, got {value!r}")
     return float(value)
 
 

@@ -69,13 +69,13 @@ def _int(low: int, high: int = INT32_MAX) -> Checker:
     return check
 
 
-def _number(low: float, *, open_low: bool = False) -> Checker:
+def _number(low: float, high: float, *, open_low: bool = False) -> Checker:
     def check(key: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ScenarioError(f"{key} must be a number, got {value!r}")
-        if not math.isfinite(value) or value < low or (open_low and value == low):
+        if not math.isfinite(value) or value < low or (open_low and value == low) or value > high:
             bound = f"> {low:g}" if open_low else f">= {low:g}"
-            raise ScenarioError(f"{key} must be a finite number {bound}, got {value!r}")
+            raise ScenarioError(f"{key} must be a number {bound} and <= {high:g}, got {value!r}")
         return float(value)
 
     return check
@@ -136,7 +136,8 @@ def _choice(*options: str) -> Checker:
 #: section -> key -> (checker, default); ``...`` marks a required key
 _SCHEMA: Final[Mapping[str, Mapping[str, tuple[Checker, Any]]]] = {
     "": {
-        "duration_s": (_number(0, open_low=True), ...),
+        # a year of virtual time; beyond it the millisecond clock's arithmetic loses meaning
+        "duration_s": (_number(0, 366 * 86_400, open_low=True), ...),
         "seed": (_int(0, 2**63 - 1), 0),
     },
     "group": {
@@ -168,7 +169,8 @@ _SCHEMA: Final[Mapping[str, Mapping[str, tuple[Checker, Any]]]] = {
         "group_max_size": (_int(1), INT32_MAX),
     },
     "workload": {
-        "records_per_second_per_partition": (_number(0), 10.0),
+        # a million records/s per partition is past any real broker's partition
+        "records_per_second_per_partition": (_number(0, 1e6), 10.0),
         "record_time_ms": (_dist, {"dist": "constant", "value": 1}),
     },
     "network": {
@@ -177,10 +179,10 @@ _SCHEMA: Final[Mapping[str, Mapping[str, tuple[Checker, Any]]]] = {
 }
 
 _TIMELINE_CHECKS: Final[Mapping[str, Checker]] = {
-    "at_s": _number(0),
+    "at_s": _number(0, 366 * 86_400),
     "count": _int(1, 100_000),
-    "downtime_s": _number(0),
-    "duration_s": _number(0),
+    "downtime_s": _number(0, 366 * 86_400),
+    "duration_s": _number(0, 366 * 86_400),
     "topic": _str,
 }
 
