@@ -350,7 +350,8 @@ def _line_counts(lines: DataFrame, sample: int) -> dict[str, Any]:
         "lines_unparsed": total - parsed,
         "lines_continuation": int(row["lines_continuation"] or 0),
         "unparsed_sample": [
-            {"source": r["source"], "line": r["line"][:300]} for r in unparsed
+            {"source": r["source"].removeprefix("file://").removeprefix("file:"), "line": r["line"][:300]}
+            for r in unparsed
         ],
     }
 

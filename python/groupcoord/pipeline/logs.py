@@ -79,6 +79,9 @@ KAFKA_LINE: Final = (
     r"(.*?)( \([\w.$]+\))?$"
 )
 
+#: Kafka's log levels
+LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+
 #: the first line of a multi-line message (no logger yet)
 MULTILINE_OPENER: Final = r":\s*$"
 
@@ -192,11 +195,19 @@ def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
 
     reader = spark.read.option("recursiveFileLookup", "true")
     lines = reader.text(list(paths))
+    # the source stays a URI here (file:/...): it is cleaned on the few event rows only
     return lines.select(
         F.col("value").alias("line"),
-        F.regexp_replace(F.input_file_name(), "^file:(//)?", "").alias("source"),
+        F.input_file_name().alias("source"),
         F.monotonically_increasing_id().alias("seq"),
     )
+
+
+def clean_source(source: Column) -> Column:
+    """A local file's path without the ``file:`` scheme Spark adds."""
+    from pyspark.sql import functions as F
+
+    return F.regexp_replace(source, "^file:(//)?", "")
 
 
 def broker_of(source: Column) -> Column:
@@ -213,30 +224,49 @@ def broker_of(source: Column) -> Column:
 
 def parse_lines(lines: DataFrame) -> DataFrame:
     """Parse ``lines`` (``line``, ``source``, ``seq``) into one row per line: the event
-    columns (null when the line is no group event) plus ``parsed`` (a well-formed record)."""
+    columns (null when the line is no group event; ``broker`` is left null, see
+    :func:`read_events`) plus ``parsed`` (a well-formed record) and ``continuation``.
+
+    Per line this runs only cheap functions (substring, a timestamp parse, a search from
+    the end for the logger); the regexes run on the group coordinator's lines alone."""
     from pyspark.sql import functions as F
 
     line = F.col("line")
     is_json = line.startswith("{")
-    data = F.from_json(
-        F.when(is_json, line), EVENT_LOG_SCHEMA, {"mode": "PERMISSIVE"}
-    ).alias("j")
-    ts = F.regexp_extract(line, KAFKA_LINE, 1)
-    msg = F.regexp_extract(line, KAFKA_LINE, 3)
-    complete = F.regexp_extract(line, KAFKA_LINE, 4) != ""
+    data = F.from_json(F.when(is_json, line), EVENT_LOG_SCHEMA, {"mode": "PERMISSIVE"})
+    # "[2026-01-31 12:00:00,123] LEVEL message (logger)": the stamp is 23 characters
+    stamp = F.substring(line, 2, 23)
+    framed = line.startswith("[") & (F.substring(line, 25, 2) == "] ")
+    kafka_time = F.when(
+        framed,
+        F.coalesce(
+            F.try_to_timestamp(stamp, F.lit("yyyy-MM-dd HH:mm:ss,SSS")),
+            F.try_to_timestamp(stamp, F.lit("yyyy-MM-dd HH:mm:ss.SSS")),
+        ),
+    )
+    level = F.substring_index(F.substring(line, 27, 6), " ", 1)
+    tail = F.substring_index(line, " (", -1)  # "logger)" on a complete line
     df = lines.select(
         "source",
         "seq",
         line,
         is_json.alias("is_json"),
-        data,
-        F.when(ts != "", F.to_timestamp(F.regexp_replace(ts, ",", "."), "yyyy-MM-dd HH:mm:ss.SSS"))
-        .alias("kafka_time"),
-        msg.alias("msg"),
-        complete.alias("complete"),
+        data.alias("j"),
+        F.when(level.isin(*LEVELS), kafka_time).alias("kafka_time"),
+        (F.length(level) + 28).alias("msg_start"),
+        tail.alias("tail"),
     )
-    kafka = _kafka_events(F.col("msg"))
-    json_event = _json_events()
+    complete = (
+        F.col("tail").endswith(")")
+        & ~F.col("tail").contains(" ")
+        & (F.length("tail") < F.length(line))
+    )
+    msg_start = F.col("msg_start")
+    msg = F.when(
+        complete,
+        line.substr(msg_start, F.length(line) - F.length("tail") - 1 - msg_start),
+    ).otherwise(line.substr(msg_start, F.lit(1 << 30)))
+    df = df.select("*", complete.alias("complete"), msg.alias("msg"))
     j = F.col("j")
     json_ok = (
         F.col("is_json")
@@ -248,18 +278,31 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     header = ~F.col("is_json") & F.col("kafka_time").isNotNull()
     kafka_ok = header & (F.col("complete") | F.col("msg").rlike(MULTILINE_OPENER))
     continuation = ~F.col("is_json") & F.col("kafka_time").isNull() & line.rlike(CONTINUATION)
+    coordinator_line = header & F.col("complete") & F.col("msg").contains("roup ")
+    # the regexes run in their own projection (each once per line, on candidate lines only)
+    df = df.select(
+        "*",
+        json_ok.alias("json_ok"),
+        kafka_ok.alias("kafka_ok"),
+        continuation.alias("continuation"),
+        coordinator_line.alias("coordinator_line"),
+        *_group_columns(F.col("msg"), coordinator_line),
+    )
+    json_ok, kafka_ok, continuation = F.col("json_ok"), F.col("kafka_ok"), F.col("continuation")
     out = df.select(
         F.when(json_ok, F.lit("event_log")).when(kafka_ok, F.lit("kafka")).alias("source_kind"),
         "source",
-        broker_of(F.col("source")).alias("broker"),
+        F.lit(None).cast("string").alias("broker"),
         F.when(json_ok, F.timestamp_millis(j["time_ms"])).otherwise(F.col("kafka_time")).alias(
             "time"
         ),
         "seq",
-        F.when(json_ok, json_event).when(header & F.col("complete"), kafka).alias("ev"),
+        F.when(json_ok, _json_events())
+        .when(F.col("coordinator_line"), _kafka_events())
+        .alias("ev"),
         (json_ok | kafka_ok | continuation).alias("parsed"),
         continuation.alias("continuation"),
-        F.col("line"),
+        line,
     )
     return out.select(
         "source_kind",
@@ -272,13 +315,6 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         "continuation",
         "line",
     )
-
-
-def _extract(msg: Column, kind: str, index: int) -> Column:
-    from pyspark.sql import functions as F
-
-    value = F.regexp_extract(msg, KAFKA_PATTERNS[kind], index)
-    return F.when(value != "", value)
 
 
 def _event_struct(
@@ -313,24 +349,56 @@ def _event_struct(
     )
 
 
-def _kafka_events(msg: Column) -> Column:
-    """The event struct of a Kafka message, or null. Cheap substring tests pick the
-    pattern first, so each line runs at most one or two regexes."""
+#: (kind, a substring every line of the kind contains, number of groups in its pattern)
+_KINDS: Final = (
+    ("rebalance_started", "Preparing to rebalance group ", 4),
+    ("rebalance_completed", "Stabilized group ", 3),
+    ("assignment_received", "Assignment received from leader ", 4),
+    ("expired", "has failed, removing it from the group", 2),
+    ("left_4", "has left group through explicit `LeaveGroup`", 3),
+    ("left_3", " through explicit `LeaveGroup`", 4),
+    ("left_2", "has left, removing it from the group", 3),
+    ("member_joined", "Dynamic member with unknown member id joins group ", 3),
+    ("static_member_replaced", "Replacing previously mapped member ", 4),
+    ("group_empty", " is now empty", 2),
+)
+
+_SEP: Final = "\u0001"
+
+
+def _group_columns(msg: Column, candidate: Column) -> list[Column]:
+    """One column per pattern of :data:`_KINDS`: the pattern's groups as an array (one
+    regex run, only on lines that contain the pattern's keyword), else null."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for kind, keyword, groups in _KINDS:
+        pattern = "^.*?(?:" + KAFKA_PATTERNS[kind] + ").*$"
+        replacement = _SEP.join(f"${i}" for i in range(1, groups + 1))
+        parts = F.split(F.regexp_replace(msg, pattern, replacement), _SEP)
+        hit = candidate & msg.contains(keyword)
+        if kind == "left_3":
+            hit = hit & ~msg.contains(_KINDS[4][1])
+        columns.append(F.when(hit & (F.size(parts) == groups), parts).alias(f"g_{kind}"))
+    return columns
+
+
+def _kafka_events() -> Column:
+    """The event struct of a Kafka line from its ``g_<kind>`` columns, or null."""
     from pyspark.sql import functions as F
 
     def x(kind: str, index: int) -> Column:
-        return _extract(msg, kind, index)
+        value = F.element_at(F.col(f"g_{kind}"), index)
+        return F.when(value != "", value)
 
     def poll_or_left(reason: Column) -> Column:
-        return F.when(F.coalesce(reason, F.lit("")).rlike(POLL_TIMEOUT_REASON), "poll_timeout").otherwise(
-            "left"
-        )
+        return F.when(
+            F.coalesce(reason, F.lit("")).rlike(POLL_TIMEOUT_REASON), "poll_timeout"
+        ).otherwise("left")
 
-    left4_reason = x("left_4", 3)
-    left3_reason = x("left_3", 4)
-    rules: list[tuple[Column, Column]] = [
+    rules: list[tuple[str, Column]] = [
         (
-            msg.contains("Preparing to rebalance group") & msg.rlike(KAFKA_PATTERNS["rebalance_started"]),
+            "rebalance_started",
             _event_struct(
                 group=x("rebalance_started", 1),
                 event="rebalance_started",
@@ -340,7 +408,7 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("Stabilized group") & msg.rlike(KAFKA_PATTERNS["rebalance_completed"]),
+            "rebalance_completed",
             _event_struct(
                 group=x("rebalance_completed", 1),
                 event="rebalance_completed",
@@ -349,8 +417,7 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("Assignment received from leader")
-            & msg.rlike(KAFKA_PATTERNS["assignment_received"]),
+            "assignment_received",
             _event_struct(
                 member=x("assignment_received", 1),
                 group=x("assignment_received", 2),
@@ -360,8 +427,7 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("has failed, removing it from the group")
-            & msg.rlike(KAFKA_PATTERNS["expired"]),
+            "expired",
             _event_struct(
                 member=x("expired", 1),
                 group=x("expired", 2),
@@ -371,28 +437,27 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("`LeaveGroup`") & msg.rlike(KAFKA_PATTERNS["left_4"]),
+            "left_4",
             _event_struct(
                 group=x("left_4", 1),
                 member=x("left_4", 2),
                 event="member_removed",
-                cause=poll_or_left(left4_reason),
-                reason=left4_reason,
+                cause=poll_or_left(x("left_4", 3)),
+                reason=x("left_4", 3),
             ),
         ),
         (
-            msg.contains("`LeaveGroup`") & msg.rlike(KAFKA_PATTERNS["left_3"]),
+            "left_3",
             _event_struct(
                 member=F.coalesce(x("left_3", 1), x("left_3", 2)),
                 group=x("left_3", 3),
                 event="member_removed",
-                cause=poll_or_left(left3_reason),
-                reason=left3_reason,
+                cause=poll_or_left(x("left_3", 4)),
+                reason=x("left_3", 4),
             ),
         ),
         (
-            msg.contains("has left, removing it from the group")
-            & msg.rlike(KAFKA_PATTERNS["left_2"]),
+            "left_2",
             _event_struct(
                 instance_id=F.when(x("left_2", 1) != "None", x("left_2", 1)),
                 member=x("left_2", 2),
@@ -402,8 +467,7 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("Dynamic member with unknown member id joins group")
-            & msg.rlike(KAFKA_PATTERNS["member_joined"]),
+            "member_joined",
             _event_struct(
                 group=x("member_joined", 1),
                 state=x("member_joined", 2),
@@ -412,8 +476,7 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("Replacing previously mapped member")
-            & msg.rlike(KAFKA_PATTERNS["static_member_replaced"]),
+            "static_member_replaced",
             _event_struct(
                 instance_id=x("static_member_replaced", 1),
                 group=x("static_member_replaced", 2),
@@ -424,7 +487,7 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
         (
-            msg.contains("is now empty") & msg.rlike(KAFKA_PATTERNS["group_empty"]),
+            "group_empty",
             _event_struct(
                 group=x("group_empty", 1),
                 generation=x("group_empty", 2),
@@ -434,9 +497,9 @@ def _kafka_events(msg: Column) -> Column:
             ),
         ),
     ]
-    expr = F.when(rules[0][0], rules[0][1])
-    for condition, value in rules[1:]:
-        expr = expr.when(condition, value)
+    expr = F.when(F.col(f"g_{rules[0][0]}").isNotNull(), rules[0][1])
+    for kind, value in rules[1:]:
+        expr = expr.when(F.col(f"g_{kind}").isNotNull(), value)
     return expr
 
 
@@ -536,8 +599,13 @@ def read_events(spark: SparkSession, inputs: Inputs) -> tuple[DataFrame, DataFra
     parts: list[DataFrame] = []
     lines: DataFrame | None = None
     if inputs.text:
+        from pyspark.sql import functions as F
+
         lines = parse_lines(read_lines(spark, inputs.text))
-        parts.append(lines.where("parsed AND event IS NOT NULL").select(*columns))
+        found = lines.where("parsed AND event IS NOT NULL").withColumn(
+            "source", clean_source(F.col("source"))
+        )
+        parts.append(found.withColumn("broker", broker_of(F.col("source"))).select(*columns))
     if inputs.sim:
         parts.append(read_sim(spark, inputs.sim).select(*columns))
     if not parts:
