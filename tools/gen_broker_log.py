@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (log line templates are as long as the lines Kafka writes)
 """Write a realistic Apache Kafka broker ``server.log`` of any size (for benches/bench_analyze.py).
 
     python tools/gen_broker_log.py OUT.log --mb 1024 [--groups 2000] [--seed 1] [--style 4]
@@ -83,7 +84,7 @@ class GroupSim:
         g, old = self.name, self.generation
         lines: list[str] = []
         roll = self.rng.random()
-        st = " (__consumer_offsets-%d)" % self.partition if self.style == 3 else ""
+        st = f" (__consumer_offsets-{self.partition})" if self.style == 3 else ""
         dot = "" if self.style == 3 else "."
         if not self.members or roll < 0.5:
             member = self._member()
@@ -96,11 +97,17 @@ class GroupSim:
             reason = f"Adding new member {member} with group instance id None; client reason: not provided"
         elif roll < 0.8:
             member = self.members.pop(self.rng.randrange(len(self.members)))
-            lines.append(f"INFO {p}Member {member} in group {g} has failed, removing it from the group{dot} {lg}")
+            lines.append(
+                f"INFO {p}Member {member} in group {g} has failed, removing it from the group{dot} {lg}"
+            )
             reason = f"removing member {member} on heartbeat expiration{dot}"
         else:
             member = self.members.pop(self.rng.randrange(len(self.members)))
-            why = "consumer poll timeout has expired." if roll > 0.95 else "the consumer is being closed"
+            why = (
+                "consumer poll timeout has expired."
+                if roll > 0.95
+                else "the consumer is being closed"
+            )
             if self.style == 3:
                 lines.append(
                     f"INFO {p}Member MemberMetadata(memberId={member}, groupInstanceId=None, "
@@ -130,11 +137,15 @@ class GroupSim:
                 f"which are static. {lg}"
             )
         else:
-            lines.append(f"INFO {p}Group {g} with generation {self.generation} is now empty{st}{dot} {lg}")
+            lines.append(
+                f"INFO {p}Group {g} with generation {self.generation} is now empty{st}{dot} {lg}"
+            )
         return lines
 
 
-def generate(path: Path, mb: float, groups: int = 2000, seed: int = 1, style: int = 4) -> tuple[int, int]:
+def generate(
+    path: Path, mb: float, groups: int = 2000, seed: int = 1, style: int = 4
+) -> tuple[int, int]:
     """Write about ``mb`` MB to ``path``; returns (lines, Stabilized lines)."""
     rng = random.Random(seed)
     sims = [GroupSim(rng, f"app-{i:05d}", i % 50, style) for i in range(groups)]
@@ -159,7 +170,10 @@ def generate(path: Path, mb: float, groups: int = 2000, seed: int = 1, style: in
                 else:
                     template = FILLER[rng.randrange(len(FILLER))]
                     batch.append(
-                        stamp + template.format(p=rng.randrange(64), n=rng.randrange(10**9), k=rng.randrange(999))
+                        stamp
+                        + template.format(
+                            p=rng.randrange(64), n=rng.randrange(10**9), k=rng.randrange(999)
+                        )
                     )
             text = "\n".join(batch) + "\n"
             out.write(text)

@@ -166,7 +166,9 @@ class Broker:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"kafka exited with {self.process.returncode}; see {self.directory}")
+                raise RuntimeError(
+                    f"kafka exited with {self.process.returncode}; see {self.directory}"
+                )
             if self.server_log.exists() and "started (kafka.server" in self.server_log.read_text(
                 errors="replace"
             ):

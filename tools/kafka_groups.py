@@ -40,14 +40,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kafka_broker import Broker  # noqa: E402
+from kafka_broker import Broker
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "pipeline" / "fixtures"
 MEMBER = Path(__file__).resolve().parent / "kafka_member.py"
 
 
 class Member:
-    def __init__(self, group: "Group", name: str, stall_after_s: float | None = None) -> None:
+    def __init__(self, group: Group, name: str, stall_after_s: float | None = None) -> None:
         self.group = group
         self.name = name
         args = [sys.executable, str(MEMBER), group.bootstrap, group.name, group.topic, name]
@@ -215,9 +215,7 @@ def create_topics(broker: Broker) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    admin.create_topics(
-        [NewTopic("orders", 6, 1), NewTopic("billing", 4, 1)]
-    )
+    admin.create_topics([NewTopic("orders", 6, 1), NewTopic("billing", 4, 1)])
     admin.close()
 
 
@@ -259,7 +257,10 @@ def main() -> None:
     broker = Broker(args.version, work / "broker")
     broker.start()
     print(f"kafka {args.version} on {broker.bootstrap} in {work}", flush=True)
-    groups = [Group(broker.bootstrap, "orders-app", "orders"), Group(broker.bootstrap, "billing-app", "billing")]
+    groups = [
+        Group(broker.bootstrap, "orders-app", "orders"),
+        Group(broker.bootstrap, "billing-app", "billing"),
+    ]
     try:
         create_topics(broker)
         threads = [

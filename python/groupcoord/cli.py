@@ -473,15 +473,14 @@ def analyze(
     out: Annotated[Path, typer.Option(help="Output directory.")] = Path("analyze-out"),
     master: Annotated[
         str | None,
-        typer.Option(help="Spark master URL (default: $SPARK_MASTER, else local[*]).",
-                     show_default=False),
+        typer.Option(
+            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+        ),
     ] = None,
     storm_count: Annotated[
         int, typer.Option(min=2, help="A storm: at least this many rebalances of one group...")
     ] = 5,
-    storm_window_s: Annotated[
-        int, typer.Option(min=1, help="...within this many seconds.")
-    ] = 600,
+    storm_window_s: Annotated[int, typer.Option(min=1, help="...within this many seconds.")] = 600,
     top: Annotated[int, typer.Option(min=1, help="Rows of the report's top-N tables.")] = 20,
 ) -> None:
     from groupcoord.pipeline.session import PipelineError
@@ -494,9 +493,7 @@ def analyze(
 
         classify_inputs(paths)  # bad paths fail before Spark starts
         spark = spark_session("groupcoord-analyze", master=master)
-        options = AnalyzeOptions(
-            storm_count=storm_count, storm_window_s=storm_window_s, top_n=top
-        )
+        options = AnalyzeOptions(storm_count=storm_count, storm_window_s=storm_window_s, top_n=top)
         summary = run_analyze(spark, paths, out, options)
     except PipelineError as exc:
         _fail(str(exc))

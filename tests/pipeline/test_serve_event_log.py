@@ -11,10 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from waiting import wait_until
-
 from groupcoord.assignors import RangeAssignor
 from groupcoord.member import GroupMember
+from waiting import wait_until
 
 
 class Polling:

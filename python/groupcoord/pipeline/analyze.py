@@ -123,9 +123,9 @@ def rebalances_of(events: DataFrame) -> DataFrame:
         "members",
         started.alias("started_at"),
         F.col("time").alias("completed_at"),
-        (
-            (F.unix_micros(F.col("time")) - F.unix_micros(started)) / F.lit(1000)
-        ).cast("long").alias("duration_ms"),
+        ((F.unix_micros(F.col("time")) - F.unix_micros(started)) / F.lit(1000))
+        .cast("long")
+        .alias("duration_ms"),
         reason.alias("reason"),
         F.regexp_replace(F.coalesce(reason, F.lit("unknown")), MEMBER_ID, "<member>").alias(
             "reason_kind"
@@ -151,9 +151,7 @@ def storms_of(rebalances: DataFrame, count: int, window_s: int) -> DataFrame:
     hot = hot.withColumn(
         "storm",
         F.sum(
-            F.when(F.col("prev").isNull() | (F.col("window_start") > F.col("prev")), 1).otherwise(
-                0
-            )
+            F.when(F.col("prev").isNull() | (F.col("window_start") > F.col("prev")), 1).otherwise(0)
         ).over(by_time.rowsBetween(Window.unboundedPreceding, 0)),
     )
     spans = hot.groupBy("group", "storm").agg(
@@ -171,7 +169,7 @@ def storms_of(rebalances: DataFrame, count: int, window_s: int) -> DataFrame:
         "group",
         F.timestamp_micros((F.col("start_t") * 1_000_000).cast("long")).alias("start"),
         F.timestamp_micros((F.col("end_t") * 1_000_000).cast("long")).alias("end"),
-        ((F.col("end_t") - F.col("start_t"))).alias("span_s"),
+        (F.col("end_t") - F.col("start_t")).alias("span_s"),
         "rebalances",
         F.col("peak").alias("peak_in_window"),
     ).orderBy("start")
@@ -193,9 +191,7 @@ def group_table(events: DataFrame, rebalances: DataFrame, storms: DataFrame) -> 
             "members_expired"
         ),
         F.sum(
-            F.when(removed & ~cause.isin("left", "poll_timeout", "session_timeout"), 1).otherwise(
-                0
-            )
+            F.when(removed & ~cause.isin("left", "poll_timeout", "session_timeout"), 1).otherwise(0)
         ).alias("members_removed_other"),
         F.sum(F.when(F.col("event") == "member_joined", 1).otherwise(0)).alias("members_joined"),
         F.sum(F.when(F.col("event") == "static_member_replaced", 1).otherwise(0)).alias(
@@ -220,9 +216,7 @@ def group_table(events: DataFrame, rebalances: DataFrame, storms: DataFrame) -> 
         "rebalances_per_hour",
         F.when(hours > 0, F.round(F.col("rebalances") / hours, 3)),
     )
-    return table.select(*[name for name, _ in GROUP_COLUMNS]).orderBy(
-        F.desc("rebalances"), "group"
-    )
+    return table.select(*[name for name, _ in GROUP_COLUMNS]).orderBy(F.desc("rebalances"), "group")
 
 
 def broker_table(events: DataFrame, rebalances: DataFrame) -> DataFrame:
@@ -245,7 +239,9 @@ def broker_table(events: DataFrame, rebalances: DataFrame) -> DataFrame:
     return (
         ev.join(rb, "broker", "left")
         .fillna(0, subset=["rebalances"])
-        .select("broker", "groups", "rebalances", "members_expired", "members_left", "duration_ms_p50")
+        .select(
+            "broker", "groups", "rebalances", "members_expired", "members_left", "duration_ms_p50"
+        )
         .orderBy(F.desc("rebalances"), "broker")
     )
 
@@ -272,9 +268,9 @@ def analyze(
     )
     rebalances = spark.read.parquet(str(out / "rebalances"))
     storms = storms_of(rebalances, options.storm_count, options.storm_window_s)
-    storms_pd = storms.toPandas()
-    groups_pd = group_table(events, rebalances, storms).toPandas()
-    brokers_pd = broker_table(events, rebalances).toPandas()
+    storms_pd: Any = storms.toPandas()
+    groups_pd: Any = group_table(events, rebalances, storms).toPandas()
+    brokers_pd: Any = broker_table(events, rebalances).toPandas()
     _write_csv(groups_pd, out / "groups.csv")
     _write_csv(brokers_pd, out / "brokers.csv")
     _write_csv(storms_pd, out / "storms.csv")
@@ -350,7 +346,10 @@ def _line_counts(lines: DataFrame, sample: int) -> dict[str, Any]:
         "lines_unparsed": total - parsed,
         "lines_continuation": int(row["lines_continuation"] or 0),
         "unparsed_sample": [
-            {"source": r["source"].removeprefix("file://").removeprefix("file:"), "line": r["line"][:300]}
+            {
+                "source": r["source"].removeprefix("file://").removeprefix("file:"),
+                "line": r["line"][:300],
+            }
             for r in unparsed
         ],
     }

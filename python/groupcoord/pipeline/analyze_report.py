@@ -30,7 +30,8 @@ def write_report(
     report.text(
         f"{summary['lines']:,} lines read, {summary['lines_parsed']:,} parsed, "
         f"({summary['lines_continuation']:,} of them continuation lines of stack traces and "
-        f"multi-line messages), {summary['lines_unparsed']:,} unparsed; {summary['events']:,} group events, {summary['groups']:,} groups, "
+        f"multi-line messages), {summary['lines_unparsed']:,} unparsed; "
+        f"{summary['events']:,} group events, {summary['groups']:,} groups, "
         f"{summary['rebalances']:,} completed rebalances, {summary['storms']:,} storms "
         f"(at least {summary['storm_count']} rebalances within {summary['storm_window_s']} s)."
     )
@@ -109,7 +110,9 @@ def _timeline(report: Report, timeline: Any) -> None:
     ax.set_yticks(range(len(shown)), shown)
     ax.set_xlabel("time (UTC)")
     ax.set_ylabel("consumer group")
-    more = f" ({len(counts) - len(shown)} more groups not drawn)" if len(counts) > len(shown) else ""
+    more = (
+        f" ({len(counts) - len(shown)} more groups not drawn)" if len(counts) > len(shown) else ""
+    )
     ax.set_title(f"Completed rebalances per group{more}")
     fig.autofmt_xdate()
     report.figure("timeline", fig, "Each mark is one completed rebalance (Stabilized group).")
@@ -139,13 +142,13 @@ def _per_hour(report: Report, per_hour: Any) -> None:
 
 
 def _durations(report: Report, timeline: Any) -> None:
-    durations = timeline["duration_ms"].dropna() if len(timeline) else []
     report.heading("Rebalance durations")
-    if not len(durations):
+    if not len(timeline) or not timeline["duration_ms"].notna().any():
         report.text("No rebalance with a known start.", note=True)
         return
     import numpy as np
 
+    durations = timeline["duration_ms"].dropna()
     seconds = np.maximum(durations.to_numpy(dtype=float) / 1000.0, 0.001)
     fig, ax = new_figure()
     bins = np.logspace(-3, max(np.log10(seconds.max()) + 0.1, 0.0), 40)

@@ -293,9 +293,9 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         F.when(json_ok, F.lit("event_log")).when(kafka_ok, F.lit("kafka")).alias("source_kind"),
         "source",
         F.lit(None).cast("string").alias("broker"),
-        F.when(json_ok, F.timestamp_millis(j["time_ms"])).otherwise(F.col("kafka_time")).alias(
-            "time"
-        ),
+        F.when(json_ok, F.timestamp_millis(j["time_ms"]))
+        .otherwise(F.col("kafka_time"))
+        .alias("time"),
         "seq",
         F.when(json_ok, _json_events())
         .when(F.col("coordinator_line"), _kafka_events())
@@ -517,9 +517,9 @@ def _json_events() -> Column:
         member=j["member"],
         instance_id=j["instance_id"],
         cause=F.when(
-            is_removed & (cause == "left") & F.coalesce(j["reason"], F.lit("")).rlike(
-                POLL_TIMEOUT_REASON
-            ),
+            is_removed
+            & (cause == "left")
+            & F.coalesce(j["reason"], F.lit("")).rlike(POLL_TIMEOUT_REASON),
             "poll_timeout",
         ).otherwise(cause),
         reason=j["reason"],
@@ -575,9 +575,9 @@ def read_sim(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
                 F.when(~is_rebalance, F.col("member")).alias("member"),
                 F.lit(None).cast("string").alias("instance_id"),
                 F.when(~is_rebalance, F.when(cause != "", cause)).alias("cause"),
-                F.when(
-                    is_rebalance, detail
-                ).otherwise(F.regexp_replace(detail, r"^\w+: ", "")).alias("reason"),
+                F.when(is_rebalance, detail)
+                .otherwise(F.regexp_replace(detail, r"^\w+: ", ""))
+                .alias("reason"),
                 F.lit(None).cast("string").alias("state"),
                 F.when(
                     is_rebalance, F.timestamp_millis(F.col("time_ms") - F.col("duration_ms"))
