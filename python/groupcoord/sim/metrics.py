@@ -162,7 +162,9 @@ class Recorder:
         self.event(
             event.at_ms,
             "member_removed",
-            event.group_instance_id or event.member_id,
+            # the process name: a static member's instance id; a dynamic member's id is
+            # "<client id = name>-<n>" (SequentialMemberIds)
+            event.group_instance_id or event.member_id.rpartition("-")[0],
             detail=f"{event.cause.value}: {event.reason}",
         )
 
