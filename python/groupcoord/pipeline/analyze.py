@@ -169,7 +169,7 @@ def storms_of(rebalances: DataFrame, count: int, window_s: int) -> DataFrame:
         "group",
         F.timestamp_micros((F.col("start_t") * 1_000_000).cast("long")).alias("start"),
         F.timestamp_micros((F.col("end_t") * 1_000_000).cast("long")).alias("end"),
-        (F.col("end_t") - F.col("start_t")).alias("span_s"),
+        F.round(F.col("end_t") - F.col("start_t"), 3).alias("span_s"),
         "rebalances",
         F.col("peak").alias("peak_in_window"),
     ).orderBy("start")
@@ -254,13 +254,19 @@ def analyze(
 
     options = options or AnalyzeOptions()
     inputs = classify_inputs(paths)
-    events, lines = read_events(spark, inputs)
+    from pyspark.sql import Observation
+
+    observation = Observation("lines")
+    events, lines = read_events(spark, inputs, observation)
     out.mkdir(parents=True, exist_ok=True)
-    events = events.persist()
-    # the events (small next to the logs) are written once and read back for every table
+    # one pass over the text: the events (small next to the logs) are written, the lines
+    # counted on the way (an observation), and the events read back for every table
     events.write.mode("overwrite").parquet(str(out / "events"))
-    counts = _line_counts(lines, options.sample_unparsed) if lines is not None else _no_lines()
-    events.unpersist()
+    counts = (
+        _line_counts(lines, observation.get, options.sample_unparsed)
+        if lines is not None
+        else _no_lines()
+    )
     events = spark.read.parquet(str(out / "events"))
     rebalances = rebalances_of(events)
     rebalances.orderBy("group", "completed_at").coalesce(1).write.mode("overwrite").parquet(
@@ -328,23 +334,22 @@ def _no_lines() -> dict[str, Any]:
     }
 
 
-def _line_counts(lines: DataFrame, sample: int) -> dict[str, Any]:
+def _line_counts(lines: DataFrame, observed: dict[str, Any], sample: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    row = lines.agg(
-        F.count("*").alias("lines"),
-        F.sum(F.col("parsed").cast("long")).alias("lines_parsed"),
-        F.sum(F.col("continuation").cast("long")).alias("lines_continuation"),
-    ).first()
-    assert row is not None
-    total = int(row["lines"] or 0)
-    parsed = int(row["lines_parsed"] or 0)
-    unparsed = lines.where(~F.col("parsed")).select("source", "line").limit(sample).collect()
+    total = int(observed.get("lines") or 0)
+    parsed = int(observed.get("lines_parsed") or 0)
+    unparsed = (
+        # only scanned again when there is something to find (stops at ``sample`` lines)
+        lines.where(~F.col("parsed")).select("source", "line").limit(sample).collect()
+        if parsed < total
+        else []
+    )
     return {
         "lines": total,
         "lines_parsed": parsed,
         "lines_unparsed": total - parsed,
-        "lines_continuation": int(row["lines_continuation"] or 0),
+        "lines_continuation": int(observed.get("lines_continuation") or 0),
         "unparsed_sample": [
             {
                 "source": r["source"].removeprefix("file://").removeprefix("file:"),

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from groupcoord.pipeline.session import PipelineError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -590,10 +590,14 @@ def read_sim(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     return result
 
 
-def read_events(spark: SparkSession, inputs: Inputs) -> tuple[DataFrame, DataFrame | None]:
+def read_events(
+    spark: SparkSession, inputs: Inputs, observation: Observation | None = None
+) -> tuple[DataFrame, DataFrame | None]:
     """(events, lines): the group events of every input in the schema of
     :data:`EVENT_COLUMNS`, and the parsed text lines (``parsed`` flag, ``line``) for
-    counting and sampling (None without text inputs)."""
+    sampling (None without text inputs). With ``observation``, the first action on
+    ``events`` also counts the lines (``lines``, ``lines_parsed``, ``lines_continuation``)
+    in the same pass over the text."""
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     columns = [name for name, _, _ in EVENT_COLUMNS]
     parts: list[DataFrame] = []
@@ -602,7 +606,15 @@ def read_events(spark: SparkSession, inputs: Inputs) -> tuple[DataFrame, DataFra
         from pyspark.sql import functions as F
 
         lines = parse_lines(read_lines(spark, inputs.text))
-        found = lines.where("parsed AND event IS NOT NULL").withColumn(
+        observed = lines
+        if observation is not None:
+            observed = lines.observe(
+                observation,
+                F.count(F.lit(1)).alias("lines"),
+                F.sum(F.col("parsed").cast("long")).alias("lines_parsed"),
+                F.sum(F.col("continuation").cast("long")).alias("lines_continuation"),
+            )
+        found = observed.where("parsed AND event IS NOT NULL").withColumn(
             "source", clean_source(F.col("source"))
         )
         parts.append(found.withColumn("broker", broker_of(F.col("source"))).select(*columns))
