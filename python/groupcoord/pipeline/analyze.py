@@ -73,7 +73,8 @@ GROUP_COLUMNS: Final = (
 )
 
 MEMBER_ID: Final = (
-    r"[\w.:-]*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|member-\d+"
+    r"[\w.:-]*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}[\w.-]*?(?=[\s;:,)]|$)"
+    r"|member-\d+"
 )
 
 
@@ -127,9 +128,11 @@ def rebalances_of(events: DataFrame) -> DataFrame:
         .cast("long")
         .alias("duration_ms"),
         reason.alias("reason"),
-        F.regexp_replace(F.coalesce(reason, F.lit("unknown")), MEMBER_ID, "<member>").alias(
-            "reason_kind"
-        ),
+        F.regexp_replace(
+            F.regexp_replace(F.coalesce(reason, F.lit("unknown")), MEMBER_ID, "<member>"),
+            r"\.$",
+            "",
+        ).alias("reason_kind"),
     )
 
 
@@ -302,7 +305,9 @@ def analyze(
         .count()
         .toPandas()
     )
-    timeline = rebalances.select("group", "completed_at", "duration_ms", "members").toPandas()
+    timeline = rebalances.select(
+        "group", "source_kind", "completed_at", "duration_ms", "members"
+    ).toPandas()
     reasons = (
         rebalances.groupBy("reason_kind")
         .count()

@@ -101,27 +101,46 @@ def _timeline(report: Report, timeline: Any) -> None:
     if not len(timeline):
         report.text("No completed rebalances.", note=True)
         return
+    simulated = timeline["source_kind"] == "sim"
+    if (~simulated).any():
+        _timeline_figure(report, timeline[~simulated], "timeline", "time (UTC)", simulated=False)
+    if simulated.any():
+        _timeline_figure(
+            report, timeline[simulated], "timeline_sim", "virtual time (s)", simulated=True
+        )
+
+
+def _timeline_figure(
+    report: Report, timeline: Any, name: str, xlabel: str, *, simulated: bool
+) -> None:
     counts = timeline["group"].value_counts()
     shown = list(counts.index[:TIMELINE_GROUPS])
     fig, ax = new_figure(10, max(3.0, 0.35 * len(shown) + 1.5))
     for row, group in enumerate(shown):
         times = timeline.loc[timeline["group"] == group, "completed_at"]
-        ax.scatter(times, [row] * len(times), s=14, marker="|", linewidths=1.5)
+        if simulated:  # virtual time: milliseconds from 0 shown as seconds
+            times = (times - times.dt.normalize()).dt.total_seconds()
+        ax.scatter(times, [row] * len(times), s=40, marker="|", linewidths=1.5)
     ax.set_yticks(range(len(shown)), shown)
-    ax.set_xlabel("time (UTC)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("consumer group")
     more = (
         f" ({len(counts) - len(shown)} more groups not drawn)" if len(counts) > len(shown) else ""
     )
-    ax.set_title(f"Completed rebalances per group{more}")
-    fig.autofmt_xdate()
-    report.figure("timeline", fig, "Each mark is one completed rebalance (Stabilized group).")
+    kind = "simulated groups" if simulated else "per group"
+    ax.set_title(f"Completed rebalances, {kind}{more}")
+    if not simulated:
+        fig.autofmt_xdate()
+    report.figure(name, fig, "Each mark is one completed rebalance (Stabilized group).")
 
 
 def _per_hour(report: Report, per_hour: Any) -> None:
     if not len(per_hour):
         return
     totals = per_hour.groupby("hour")["count"].sum().sort_index()
+    totals = totals[totals.index.year >= 1980]  # simulated groups run in virtual time from 0
+    if not len(totals):
+        return
     fig, ax = new_figure()
     ax.bar(totals.index, totals.values, width=1 / 24 * 0.9, align="edge")
     ax.set_xlabel("hour (UTC)")
