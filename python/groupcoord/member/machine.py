@@ -104,6 +104,9 @@ from groupcoord.types import Subscription, TopicPartition
 
 __all__ = ["MemberMachine"]
 
+#: HEARTBEAT_STATES as a tuple: membership by identity, without hashing the enum (hot path)
+_HEARTBEAT_STATES = tuple(HEARTBEAT_STATES)
+
 log = logging.getLogger("groupcoord.member")
 
 #: The coordinator is gone, moved, or the connection to it failed: find it again.
@@ -304,6 +307,44 @@ class MemberMachine:
             self._queue_callback(CallbackKind.REVOKED, self.assignment, gate=True)
             self.assignment = frozenset()
 
+    def poll_idle(self, now_ms: int) -> int | None:
+        """:meth:`poll` for a member with nothing to do, or ``None``.
+
+        A stable member with nothing queued, nothing to rejoin and no timer due at
+        ``now_ms`` only resets its poll timer when polled, and :meth:`next_requests` would
+        return nothing: then record the poll and return :meth:`next_deadline`. Otherwise
+        change nothing and return ``None`` (call :meth:`poll` and :meth:`next_requests` as
+        usual). For runners that poll very often (the simulator's application loop).
+        """
+        f, t = self._f, self._t
+        if (
+            self.state is not MemberState.STABLE
+            or not f.coordinator_known
+            or f.joining
+            or f.rejoin_needed
+            or f.poll_expired
+            or f.awaiting_delivery
+            or self._callbacks
+            or self._commits
+            or self._fetches
+            or self._leave is not None
+            or self._pending_sync is not None
+            or t.scheduled_rejoin_ms is not None
+            or t.rejoin_deadline_ms is not None
+        ):
+            return None
+        best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
+        if now_ms >= best or now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
+            return None  # a timeout is due
+        heartbeat_due = t.heartbeat_due_ms
+        if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
+            if now_ms >= heartbeat_due:
+                return None  # a heartbeat is due
+            best = heartbeat_due
+        t.last_poll_ms = now_ms
+        poll_deadline = now_ms + self.config.max_poll_interval_ms
+        return poll_deadline if poll_deadline < best else best
+
     def coordinator_found(self, now_ms: int) -> None:
         """The runner (re)discovered the group coordinator and can reach it."""
         if not self._f.coordinator_known:
@@ -448,6 +489,17 @@ class MemberMachine:
             self._f.awaiting_delivery = False
         return calls
 
+    @property
+    def delivery_due(self) -> bool:
+        """Whether :meth:`take_callbacks` would do anything: return calls, or release a
+        held-back JoinGroup/LeaveGroup. ``False`` lets a runner skip it."""
+        return bool(self._callbacks) or (self._f.awaiting_delivery and not self._f.holding)
+
+    @property
+    def has_callbacks(self) -> bool:
+        """Whether listener calls are queued (``bool(peek_callbacks())`` without a copy)."""
+        return bool(self._callbacks)
+
     def peek_callbacks(self) -> tuple[ListenerCall, ...]:
         """The queued listener calls, without taking them (for observers and tests)."""
         return tuple(self._callbacks)
@@ -508,7 +560,23 @@ class MemberMachine:
         """The requests to send now, in order (commits before a JoinGroup or LeaveGroup)."""
         self._advance(now_ms)
         out: list[AnyRequest] = []
-        if not self._f.coordinator_known:
+        f = self._f
+        if not f.coordinator_known:
+            return out
+        if (
+            not f.joining
+            and not self._commits
+            and not self._fetches
+            and self._leave is None
+            and self._pending_sync is None
+        ):
+            # the usual case (a stable member): at most a heartbeat is due; the emitters
+            # skipped here would have emitted nothing
+            self._emit_heartbeat(now_ms, out)
+            if out:
+                request = out[0]
+                if request.correlation not in self._inflight:
+                    self._inflight[request.correlation] = _InFlight(request, sent_ms=now_ms)
             return out
         self._emit_commits(now_ms, out)
         self._emit_fetches(now_ms, out)
@@ -525,38 +593,49 @@ class MemberMachine:
 
     def next_deadline(self) -> int | None:
         """When to call :meth:`next_requests` again (``None``: only on new input)."""
-        t, f = self._t, self._f
-        candidates: list[int] = []
-        if self.state in (MemberState.FATAL,) or self.done:
+        t, f, state = self._t, self._f, self.state
+        if state is MemberState.FATAL or self.done:
             return None
+        heartbeating = state in _HEARTBEAT_STATES and not f.poll_expired
+        best: int | None = None
         if not f.coordinator_known:
-            candidates.append(t.coordinator_retry_ms)
+            best = t.coordinator_retry_ms
         else:
-            if self.state in HEARTBEAT_STATES and not f.poll_expired:
-                if not self._heartbeat_in_flight():
-                    candidates.append(t.heartbeat_due_ms)
-                candidates.append(t.last_heartbeat_ack_ms + self.config.session_timeout_ms)
-            if f.joining and self._join_sendable_except_time():
-                candidates.append(t.join_retry_ms)
-            candidates.extend(
-                q.not_before_ms
-                for q in self._commits
-                if self._commit_sendable() and self._generation_id >= q.min_generation
-            )
-            candidates.extend(q.not_before_ms for q in self._fetches)
-        if self.state in HEARTBEAT_STATES and not f.poll_expired:
-            candidates.append(t.last_poll_ms + self.config.max_poll_interval_ms)
-        if t.scheduled_rejoin_ms is not None and self.state is MemberState.STABLE:
-            candidates.append(t.scheduled_rejoin_ms)
-        if t.rejoin_deadline_ms is not None and self.state is MemberState.STABLE:
-            candidates.append(t.rejoin_deadline_ms)
-        return min(candidates) if candidates else None
+            if heartbeating:
+                best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
+                if t.heartbeat_due_ms < best and not self._heartbeat_in_flight():
+                    best = t.heartbeat_due_ms
+            if (
+                f.joining
+                and self._join_sendable_except_time()
+                and (best is None or t.join_retry_ms < best)
+            ):
+                best = t.join_retry_ms
+            if self._commits and self._commit_sendable():
+                for q in self._commits:
+                    if self._generation_id >= q.min_generation and (
+                        best is None or q.not_before_ms < best
+                    ):
+                        best = q.not_before_ms
+            for fq in self._fetches:
+                if best is None or fq.not_before_ms < best:
+                    best = fq.not_before_ms
+        if heartbeating:
+            poll_deadline = t.last_poll_ms + self.config.max_poll_interval_ms
+            if best is None or poll_deadline < best:
+                best = poll_deadline
+        if state is MemberState.STABLE:
+            if t.scheduled_rejoin_ms is not None and (best is None or t.scheduled_rejoin_ms < best):
+                best = t.scheduled_rejoin_ms
+            if t.rejoin_deadline_ms is not None and (best is None or t.rejoin_deadline_ms < best):
+                best = t.rejoin_deadline_ms
+        return best
 
     # ------------------------------------------------------------------ timers
 
     def _advance(self, now_ms: int) -> None:
         t, f = self._t, self._f
-        if self.state in HEARTBEAT_STATES and not f.poll_expired:
+        if self.state in _HEARTBEAT_STATES and not f.poll_expired:
             if now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
                 self._on_poll_timeout(now_ms)
             elif (
@@ -644,6 +723,8 @@ class MemberMachine:
         self._commits = keep
 
     def _emit_fetches(self, now_ms: int, out: list[AnyRequest]) -> None:
+        if not self._fetches:
+            return
         keep: list[_QueuedFetch] = []
         for queued in self._fetches:
             if queued.not_before_ms > now_ms:
@@ -717,7 +798,7 @@ class MemberMachine:
 
     def _emit_heartbeat(self, now_ms: int, out: list[AnyRequest]) -> None:
         if (
-            self.state not in HEARTBEAT_STATES
+            self.state not in _HEARTBEAT_STATES
             or self._f.poll_expired
             or now_ms < self._t.heartbeat_due_ms
             or self._heartbeat_in_flight()
@@ -1135,7 +1216,10 @@ class MemberMachine:
         self._commits.clear()
 
     def _heartbeat_in_flight(self) -> bool:
-        return any(isinstance(e.request, HeartbeatRequest) for e in self._inflight.values())
+        for entry in self._inflight.values():  # noqa: SIM110 (a loop: no generator per call)
+            if isinstance(entry.request, HeartbeatRequest):
+                return True
+        return False
 
     def _commit_sendable(self) -> bool:
         if self.state is MemberState.STABLE:

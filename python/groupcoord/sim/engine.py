@@ -156,6 +156,10 @@ class Engine:
         g, c = scenario.group, scenario.consumer
         self.group_id: str = g.group_id
         self.thread: bool = c.heartbeat_thread
+        # settings read on every step, looked up once
+        self._auto_commit: bool = c.enable_auto_commit
+        self._auto_commit_interval_ms: int = c.auto_commit_interval_ms
+        self._max_poll_records: int = c.max_poll_records
         protocol = choose_protocol([ASSIGNORS[n]() for n in g.assignors])
         self.recorder = Recorder(eager=protocol is RebalanceProtocol.EAGER)
         self.partitions_per_topic: dict[str, int] = dict(g.topics)
@@ -394,7 +398,10 @@ class Engine:
         if process.wake_at != at:
             return  # superseded
         process.wake_at = None
-        self._step(process)
+        if process.alive and process.paused_until is None:
+            self._step_process(process)
+            if self.checker is not None:
+                self.checker.after_step(self.now, self.processes.values(), self._group_members())
 
     def _schedule(self, process: Process, at: int) -> None:
         at = max(at, self.now + 1)
@@ -421,56 +428,98 @@ class Engine:
     def _step_process(self, process: Process) -> None:
         now = self.now
         machine = process.machine
-        if process.busy_until is not None and now >= process.busy_until:
+        busy_until = process.busy_until
+        if busy_until is not None and now >= busy_until:
             self._finish_batch(process)
-        if process.close_requested and not process.closing and process.busy_until is None:
+            busy_until = None
+        if (
+            busy_until is None
+            and not process.closing
+            and not process.close_requested
+            and not process.buffered
+            and not process.fetches
+            and not process.poll_expired_seen
+            and not (self._auto_commit and now >= process.next_auto_commit_ms)
+        ):
+            # The application polls and the machine has nothing to do but note it (the
+            # usual case): what the full path below would do, without its calls.
+            deadline = machine.poll_idle(now)
+            if deadline is not None:
+                self._start_batch(process)
+                at = process.busy_until
+                if at is None:
+                    at = deadline
+                    if self._rate > 0:
+                        arrival = self._next_arrival(process)
+                        if arrival is not None and arrival < at:
+                            at = arrival
+                elif deadline < at:
+                    at = deadline
+                if at <= now:
+                    at = now + 1
+                wake_at = process.wake_at
+                if wake_at is None or at < wake_at or wake_at < now:
+                    process.wake_at = at
+                    heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+                return
+        closing = process.closing
+        if process.close_requested and not closing and busy_until is None:
             self._close_now(process)
-        in_poll = process.busy_until is None and not process.closing
+            closing = True
+        in_poll = busy_until is None and not closing
         if in_poll:
             if process.buffered:
                 self._read_buffered(process)
                 if not process.alive:
                     return
             machine.poll(now)
-            self._deliver(process)
-            self._check_fetches(process)
-            self._maybe_auto_commit(process)
-        io = self.thread or in_poll or process.closing
+            if machine.delivery_due:
+                self._deliver(process)
+            if process.fetches:
+                self._check_fetches(process)
+            if self._auto_commit and now >= process.next_auto_commit_ms:
+                process.next_auto_commit_ms = now + self._auto_commit_interval_ms
+                self._commit_positions(process, only_changed=True)
+        io = self.thread or in_poll or closing
         if io:
             self._network(process)
-            self._deliver_if_polling(process, in_poll)
-        self._watch_machine(process)
-        if process.closing:
+            # answers read while in poll() may queue listener calls: poll() runs them now
+            if in_poll and machine.has_callbacks:
+                self._deliver(process)
+                self._check_fetches(process)
+                self._network(process)
+        if (
+            machine.poll_expired
+            or process.poll_expired_seen
+            or (machine.state is MemberState.FATAL)
+        ):
+            self._watch_machine(process)
+        if closing:
             if machine.done or now >= process.close_deadline_ms or machine.fatal_error:
                 self._stop(process)
                 return
         elif in_poll and process.alive:
             self._start_batch(process)
-        self._schedule_next(process, io)
-
-    def _deliver_if_polling(self, process: Process, in_poll: bool) -> None:
-        # answers read while in poll() may queue listener calls: poll() runs them now
-        if in_poll and process.machine.peek_callbacks():
-            self._deliver(process)
-            self._check_fetches(process)
-            self._network(process)
-
-    def _schedule_next(self, process: Process, io: bool) -> None:
-        candidates: list[int] = []
-        if process.busy_until is not None:
-            candidates.append(process.busy_until)
+        # the next wake-up: the batch's end, the machine's next deadline, the next record
+        busy_until = process.busy_until
+        at = busy_until
         if io or self.thread:
-            deadline = process.machine.next_deadline()
-            if deadline is not None:
-                candidates.append(deadline)
-        if process.busy_until is None and not process.closing:
-            arrival = self._next_arrival(process)
-            if arrival is not None:
-                candidates.append(arrival)
-        if process.closing:
-            candidates.append(process.close_deadline_ms)
-        if candidates:
-            self._schedule(process, min(candidates))
+            deadline = machine.next_deadline()
+            if deadline is not None and (at is None or deadline < at):
+                at = deadline
+        if busy_until is None and not closing:
+            arrival = self._next_arrival(process) if self._rate > 0 else None
+            if arrival is not None and (at is None or arrival < at):
+                at = arrival
+        if closing and (at is None or process.close_deadline_ms < at):
+            at = process.close_deadline_ms
+        if at is not None:
+            if at <= now:
+                at = now + 1
+            wake_at = process.wake_at
+            if wake_at is None or at < wake_at or wake_at < now:
+                process.wake_at = at
+                heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
 
     def _watch_machine(self, process: Process) -> None:
         machine = process.machine
@@ -653,13 +702,6 @@ class Engine:
                 self.recorder.owner_started(tp, self.now)
         process.fetches = keep
 
-    def _maybe_auto_commit(self, process: Process) -> None:
-        consumer = self.scenario.consumer
-        if not consumer.enable_auto_commit or self.now < process.next_auto_commit_ms:
-            return
-        process.next_auto_commit_ms = self.now + consumer.auto_commit_interval_ms
-        self._commit_positions(process, only_changed=True)
-
     def _commit_positions(self, process: Process, *, only_changed: bool) -> None:
         """Commit what the application has consumed (Java's ``allConsumed()``); a commit with
         nothing new is skipped."""
@@ -677,22 +719,50 @@ class Engine:
     def _next_arrival(self, process: Process) -> int | None:
         best: int | None = None
         streams = self.streams
+        ceil = math.ceil
         for tp, owned in process.owned.items():
-            if owned.position is None:
+            position = owned.position
+            if position is None:
                 continue
-            t = streams[tp].next_arrival_ms(owned.position)
-            if t is not None and (best is None or t < best):
+            # PartitionStream.next_arrival_ms(position), inline (the same arithmetic)
+            stream = streams[tp]
+            rate = stream.rate_per_s
+            if rate <= 0:
+                continue
+            t = ceil(stream.start_ms + (position + 1) * 1000.0 / rate - 1e-9)
+            if best is None or t < best:
                 best = t
         return best
 
     def _start_batch(self, process: Process) -> None:
         """poll() returns up to max.poll.records records, partition after partition in
         turn; the application processes them one by one."""
-        active = [(tp, o) for tp, o in process.owned.items() if o.active]
-        if not active:
-            return
-        budget = self.scenario.consumer.max_poll_records
         now = self.now
+        streams = self.streams
+        any_active = False
+        any_available = False
+        floor = math.floor
+        for tp, o in process.owned.items():
+            if o.active:
+                any_active = True
+                position = o.position
+                assert position is not None
+                # PartitionStream.arrived(now), inline (the same arithmetic)
+                stream = streams[tp]
+                rate = stream.rate_per_s
+                if (
+                    rate > 0
+                    and now > stream.start_ms
+                    and floor((now - stream.start_ms) * rate / 1000.0 + 1e-9) > position
+                ):
+                    any_available = True
+                    break
+        if not any_available:
+            if any_active:
+                process.rr += 1  # the turn moves on with every poll that has partitions
+            return
+        active = [(tp, o) for tp, o in process.owned.items() if o.active]
+        budget = self._max_poll_records
         start = process.rr % len(active)
         process.rr += 1
         sample = process.sample_record_ms
@@ -701,7 +771,7 @@ class Engine:
         for tp, owned in active[start:] + active[:start]:
             position = owned.position
             assert position is not None
-            available = self.streams[tp].arrived(now) - position
+            available = streams[tp].arrived(now) - position
             if available <= 0:
                 continue
             n = min(available, budget)
@@ -715,8 +785,6 @@ class Engine:
             budget -= n
             if budget == 0:
                 break
-        if not segments:
-            return
         process.batch = segments
         # the clock's resolution is 1 ms: a poll loop turn takes at least that
         process.busy_until = max(math.ceil(t), now + 1)
