@@ -348,6 +348,14 @@ def serve(
     log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = (
         LogLevel.info
     ),
+    event_log: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append one JSON line per group event (rebalance completed, member removed)"
+            " to this file, for 'groupcoord analyze'.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, run
@@ -371,6 +379,7 @@ def serve(
             auto_create_partitions=auto_create_partitions,
             coordinator=CoordinatorConfig.from_dict(settings),
             max_frame_bytes=max_frame_bytes,
+            event_log=None if event_log is None else str(event_log),
         )
     except ValueError as exc:
         _fail(str(exc))
@@ -536,6 +545,55 @@ def sweep(
     print(f"wrote {out / 'runs'}, {out / 'rebalances'}, {out / 'events'}")
     if result.report is not None:
         print(f"report: {result.report}")
+
+
+ANALYZE_HELP = """\
+Rebalance analytics on Spark over Apache Kafka broker logs (server.log, .gz, directories,
+globs), 'groupcoord serve --event-log' files and simulator output directories, in any mix.
+Writes OUT/groups.csv, OUT/brokers.csv, OUT/storms.csv, OUT/summary.json, the Parquet datasets
+OUT/rebalances/ and OUT/events/, and OUT/report/index.html. Unparseable lines are counted
+and sampled, never fatal.
+"""
+
+
+@app.command(help=ANALYZE_HELP)
+def analyze(
+    paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False)],
+    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("analyze-out"),
+    master: Annotated[
+        str | None,
+        typer.Option(
+            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+        ),
+    ] = None,
+    storm_count: Annotated[
+        int, typer.Option(min=2, help="A storm: at least this many rebalances of one group...")
+    ] = 5,
+    storm_window_s: Annotated[int, typer.Option(min=1, help="...within this many seconds.")] = 600,
+    top: Annotated[int, typer.Option(min=1, help="Rows of the report's top-N tables.")] = 20,
+) -> None:
+    from groupcoord.pipeline.session import PipelineError
+
+    try:
+        from groupcoord.pipeline.analyze import AnalyzeOptions
+        from groupcoord.pipeline.analyze import analyze as run_analyze
+        from groupcoord.pipeline.logs import classify_inputs
+        from groupcoord.pipeline.session import spark_session
+
+        classify_inputs(paths)  # bad paths fail before Spark starts
+        spark = spark_session("groupcoord-analyze", master=master)
+        options = AnalyzeOptions(storm_count=storm_count, storm_window_s=storm_window_s, top_n=top)
+        summary = run_analyze(spark, paths, out, options)
+    except PipelineError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot write {out}: {exc.strerror or exc}")
+    print(
+        f"{summary['lines']:,} lines ({summary['lines_unparsed']:,} unparsed), "
+        f"{summary['groups']:,} groups, {summary['rebalances']:,} rebalances, "
+        f"{summary['storms']:,} storms"
+    )
+    print(f"wrote {out / 'groups.csv'}, {out / 'rebalances'}, {out / 'report' / 'index.html'}")
 
 
 def main() -> None:

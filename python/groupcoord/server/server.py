@@ -35,6 +35,7 @@ from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from groupcoord.server.connection import Connection
 from groupcoord.server.data_apis import BrokerInfo, DataApiConfig, DataApis
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
 from groupcoord.server.log import TopicLog
@@ -67,6 +68,8 @@ class ServerConfig:
     node_id: int = 0
     cluster_id: str = "groupcoord"
     advertised_host: str | None = None
+    #: append one JSON line per group event here (``--event-log``; see event_log.py)
+    event_log: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -119,6 +122,7 @@ class Server:
         self.data_apis: DataApis | None = None
         self._fetches: FetchWaiter | None = None
         self._dispatcher: Dispatcher | None = None
+        self.event_log: EventLog | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -138,6 +142,9 @@ class Server:
                     topic_log.create_topic(name, partitions)
                     log.info("created topic %s with %d partitions", name, partitions)
             coordinator = GroupCoordinator(config.coordinator, offsets, now_ms=self.clock())
+            if config.event_log is not None:
+                self.event_log = EventLog(config.event_log)
+                self.event_log.attach(coordinator)
         except BaseException:
             offsets.close()
             topic_log.close()
@@ -206,6 +213,8 @@ class Server:
                 self.gateway.close()
             if self.topic_log is not None:
                 self.topic_log.close()
+            if self.event_log is not None:
+                self.event_log.close()
             log.info("stopped")
             self._closed.set()
 

@@ -1,0 +1,215 @@
+"""Run a real Apache Kafka broker (single-node KRaft, 127.0.0.1 only) from Maven Central jars.
+
+Used by ``tools/kafka_groups.py`` to make the broker-log fixtures of ``tests/pipeline/``; it
+also runs by hand::
+
+    python tools/kafka_broker.py --version 4.4.0 --dir /tmp/kafka-4.4.0
+    # prints "kafka 4.4.0 listening on 127.0.0.1:PORT" and runs until Ctrl-C;
+    # the broker's log is DIR/logs/server.log
+
+The jars come from Maven Central through Maven (``mvn dependency:build-classpath`` on a small
+generated pom), so they are cached in ``~/.m2`` between runs; nothing is copied into the
+repository. Needs ``mvn`` and Java 17+. Logging is log4j2 with Kafka's own layout
+(``[%d] %p %m (%c)%n``), the same lines a packaged broker writes to ``server.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+#: log4j2 binding for slf4j 1.7 (what kafka_2.13 3.9 and 4.x use) and its core
+LOG4J_VERSION = "2.24.3"
+
+POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>invalid.groupcoord</groupId>
+  <artifactId>kafka-broker-classpath</artifactId>
+  <version>0</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
+      <version>{kafka}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId>
+      <version>{log4j}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId>
+      <version>{log4j}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+LOG4J2 = """status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.apache.name = org.apache.kafka
+logger.apache.level = INFO
+"""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def classpath(version: str) -> str:
+    """The broker's runtime classpath (resolved by Maven, cached in ~/.m2)."""
+    cache = Path.home() / ".cache" / "groupcoord" / f"kafka-{version}"
+    cache.mkdir(parents=True, exist_ok=True)
+    out = cache / "classpath.txt"
+    if out.exists() and all(Path(p).exists() for p in out.read_text().split(os.pathsep)):
+        return out.read_text().strip()
+    (cache / "pom.xml").write_text(POM.format(kafka=version, log4j=LOG4J_VERSION))
+    subprocess.run(
+        [
+            "mvn", "-q", "-B", "dependency:build-classpath",
+            f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=runtime",
+        ],
+        cwd=cache,
+        check=True,
+    )  # fmt: skip
+    return out.read_text().strip()
+
+
+class Broker:
+    """A broker process on 127.0.0.1; ``start()`` formats ``directory`` and waits until the
+    port accepts connections; ``stop()`` shuts it down (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, version: str, directory: Path, *, initial_rebalance_delay_ms: int = 0):
+        self.version = version
+        self.directory = directory
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def server_log(self) -> Path:
+        return self.directory / "logs" / "server.log"
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        java = shutil.which("java") or "java"
+        return [
+            java, "-Xmx512m", "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.directory / 'logs'}",
+            "-cp", classpath(self.version), main, *args,
+        ]  # fmt: skip
+
+    def start(self, timeout_s: float = 90) -> None:
+        if self.directory.exists():
+            shutil.rmtree(self.directory)
+        (self.directory / "logs").mkdir(parents=True)
+        (self.directory / "log4j2.properties").write_text(LOG4J2.format(log=self.server_log))
+        props = self.directory / "server.properties"
+        props.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
+                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    "controller.listener.names=CONTROLLER",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    f"log.dirs={self.directory / 'data'}",
+                    "num.partitions=1",
+                    "offsets.topic.replication.factor=1",
+                    "offsets.topic.num.partitions=4",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    f"group.initial.rebalance.delay.ms={self.initial_rebalance_delay_ms}",
+                    "group.min.session.timeout.ms=3000",
+                    "",
+                ]
+            )
+        )
+        cluster_id = _cluster_id()
+        subprocess.run(
+            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        self.process = subprocess.Popen(
+            self._java("kafka.Kafka", str(props)),
+            stdout=(self.directory / "stdout.txt").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"kafka exited with {self.process.returncode}; see {self.directory}"
+                )
+            if self.server_log.exists() and "started (kafka.server" in self.server_log.read_text(
+                errors="replace"
+            ):
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"kafka did not start within {timeout_s} s; see {self.server_log}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", default="4.4.0", help="kafka_2.13 version (Maven Central)")
+    parser.add_argument("--dir", type=Path, required=True, help="broker directory (wiped)")
+    args = parser.parse_args()
+    broker = Broker(args.version, args.dir)
+    broker.start()
+    print(f"kafka {args.version} listening on {broker.bootstrap}", flush=True)
+    try:
+        assert broker.process is not None
+        broker.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
