@@ -27,7 +27,6 @@ import hashlib
 import itertools
 import json
 import math
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any, Final
 
 from groupcoord.pipeline.session import PipelineError
 from groupcoord.sim import Scenario, ScenarioError
+from groupcoord.tomlfile import load_toml
 
 __all__ = ["RESERVED_COLUMNS", "Grid", "GridError", "Run", "axis_kind", "column_value", "run_id"]
 
@@ -110,14 +110,7 @@ class Grid:
     def from_toml(cls, path: str | Path) -> Grid:
         """Read and validate a grid file (``scenario`` is relative to it)."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise GridError(f"cannot read grid file {path}: {exc.strerror or exc}") from None
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise GridError(f"{path} is not valid TOML: {exc}") from None
+        doc = load_toml(path, "grid file", GridError)
         return cls.from_dict(doc, base_dir=path.parent, path=path)
 
     @classmethod

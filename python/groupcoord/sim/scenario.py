@@ -27,6 +27,7 @@ from groupcoord.assignors import (
 from groupcoord.config import INT32_MAX, ConfigError
 from groupcoord.member.protocol_choice import choose_protocol
 from groupcoord.sim.distributions import Distribution, DistributionError
+from groupcoord.tomlfile import load_toml
 
 __all__ = ["ACTIONS", "Scenario", "ScenarioError", "TimelineEvent", "parse_override"]
 
@@ -298,16 +299,7 @@ class Scenario:
     @classmethod
     def from_toml(cls, path: str | Path) -> Scenario:
         """Read and validate a scenario file."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioError(f"cannot read scenario file {path}: {exc.strerror}") from None
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ScenarioError(f"{path} is not valid TOML: {exc}") from None
-        return cls.from_dict(doc)
+        return cls.from_dict(load_toml(path, "scenario file", ScenarioError))
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Scenario:
