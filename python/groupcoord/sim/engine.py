@@ -40,7 +40,6 @@ from groupcoord.coordinator import (
     GroupCoordinator,
     GroupState,
     MemoryOffsetStore,
-    RebalanceCompleted,
     SequentialMemberIds,
 )
 from groupcoord.coordinator.messages import (
@@ -208,7 +207,6 @@ class Engine:
             if process.alive and process.busy_until is not None:
                 self._apply_batch(process, until_ms=end)
         self.recorder.close(end, self.streams)
-        self._count_unprocessed()
         if progress is not None:
             progress(end, end)
         return self.recorder
@@ -222,14 +220,11 @@ class Engine:
         coordinator = GroupCoordinator(
             self._coordinator_settings, self.store, self._member_ids, now_ms=self.now
         )
-        coordinator.add_rebalance_listener(self._on_rebalance)
+        coordinator.add_rebalance_listener(self.recorder.on_rebalance_completed)
         coordinator.add_member_listener(self.recorder.on_member_removed)
         self.coordinator = coordinator
         self._coordinator_wake = None
         self._schedule_coordinator()
-
-    def _on_rebalance(self, event: RebalanceCompleted) -> None:
-        self.recorder.on_rebalance_completed(event)
 
     def _schedule_coordinator(self) -> None:
         coordinator = self.coordinator
@@ -950,21 +945,3 @@ class Engine:
         self.recorder.event(self.now, "coordinator_up")
 
     # ------------------------------------------------------------------ the end
-
-    def _count_unprocessed(self) -> None:
-        """Records that arrived but were never processed wait until the end at least: they
-        enter the lag figures with that wait (censored), so an overloaded group's lag
-        is not flattered by what it never reached."""
-        recorder, end = self.recorder, self.end_ms
-        for stream in self.streams.values():
-            arrived = stream.arrived(end)
-            if arrived <= stream.processed_end:
-                continue
-            per_record = 1000.0 / stream.rate_per_s
-            counts = recorder.lag_counts
-            for offset in range(stream.processed_end, arrived):
-                lag = end - (stream.start_ms + (offset + 1) * per_record)
-                counts[int(lag)] += 1
-                if lag > recorder.max_lag_ms:
-                    recorder.max_lag_ms = lag
-            recorder.unprocessed += arrived - stream.processed_end

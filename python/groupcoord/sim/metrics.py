@@ -221,18 +221,9 @@ class Recorder:
         """An application began processing ``tp`` (it has it and knows where to start)."""
         state = self._availability[tp]
         state.active_owners += 1
-        since = state.unavailable_since
-        if since is not None:
+        if state.unavailable_since is not None:
+            self._end_unavailable(tp, state, now_ms, None)
             state.unavailable_since = None
-            if now_ms > since:
-                state.unavailable_ms += now_ms - since
-                self.event(
-                    since,
-                    "partition_unavailable",
-                    duration_ms=now_ms - since,
-                    topic=tp.topic,
-                    partition=tp.partition,
-                )
 
     def owner_stopped(self, tp: TopicPartition, now_ms: int) -> None:
         state = self._availability[tp]
@@ -272,22 +263,42 @@ class Recorder:
 
     # ------------------------------------------------------------------ totals
 
+    def _end_unavailable(
+        self, tp: TopicPartition, state: _PartitionAvailability, now_ms: int, detail: str | None
+    ) -> None:
+        since = state.unavailable_since
+        if since is not None and now_ms > since:
+            state.unavailable_ms += now_ms - since
+            self.event(
+                since,
+                "partition_unavailable",
+                duration_ms=now_ms - since,
+                topic=tp.topic,
+                partition=tp.partition,
+                detail=detail,
+            )
+
     def close(self, end_ms: int, streams: dict[TopicPartition, PartitionStream]) -> None:
-        """End of the run: close open unavailability; records never processed count
-        towards the lag as waiting until the end."""
+        """End of the run: close open unavailability intervals. Records that arrived but were
+        never processed wait until the end at least: they enter the lag figures with that
+        wait (censored), so an overloaded group's lag is not flattered by what it never
+        reached."""
         for tp, state in self._availability.items():
-            since = state.unavailable_since
-            if since is not None and end_ms > since:
-                state.unavailable_ms += end_ms - since
-                self.event(
-                    since,
-                    "partition_unavailable",
-                    duration_ms=end_ms - since,
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    detail="open at the end of the run",
-                )
+            if state.unavailable_since is not None:
+                self._end_unavailable(tp, state, end_ms, "open at the end of the run")
                 state.unavailable_since = end_ms
+        counts = self.lag_counts
+        for stream in streams.values():
+            arrived = stream.arrived(end_ms)
+            if arrived <= stream.processed_end:
+                continue
+            per_record = 1000.0 / stream.rate_per_s
+            for offset in range(stream.processed_end, arrived):
+                lag = end_ms - (stream.start_ms + (offset + 1) * per_record)
+                counts[int(lag)] += 1
+                if lag > self.max_lag_ms:
+                    self.max_lag_ms = lag
+            self.unprocessed += arrived - stream.processed_end
 
     def lag_percentile(self, q: float) -> int:
         total = sum(self.lag_counts.values())
