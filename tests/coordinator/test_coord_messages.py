@@ -109,3 +109,23 @@ def test_error_codes_are_kafkas() -> None:
     ]:
         assert (cls.code, cls.name) == (code, name)
         assert HeartbeatResponse(version=0, error=cls).error_code == code
+
+
+@pytest.mark.parametrize("cls", list(MINIMAL), ids=lambda c: c.__name__)
+def test_with_correlation_is_the_request_made_with_that_correlation(cls: type[Any]) -> None:
+    """The unchecked copy a member uses for repeated requests equals the request built (and
+    checked) with the new correlation, in every field and every version; the original is
+    left as it was."""
+    from groupcoord.coordinator.messages import with_correlation
+
+    for version in range(cls.MIN_VERSION, cls.MAX_VERSION + 1):
+        try:
+            original = cls(version=version, correlation=1, **MINIMAL[cls])
+        except errors.UnsupportedVersionError:
+            continue  # MINIMAL's fields do not exist in this version
+        copy = with_correlation(original, ("conn", 2))
+        assert type(copy) is cls
+        assert copy == cls(version=version, correlation=("conn", 2), **MINIMAL[cls])
+        assert original.correlation == 1 and copy is not original
+        with pytest.raises(AttributeError):
+            copy.correlation = 3  # type: ignore[misc]

@@ -190,29 +190,33 @@ def test_next_requests_short_path_matches_the_reference(monkeypatch: pytest.Monk
 
 def test_poll_idle_is_poll_when_nothing_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
     """poll_idle either declines and changes nothing, or does exactly what poll(),
-    next_requests() (which must then return nothing) and next_deadline() would."""
-    calls = {"idle": 0, "declined": 0}
+    next_requests() (which must then return nothing or one heartbeat, the one poll_idle
+    sends) and next_deadline() would."""
+    calls = {"idle": 0, "declined": 0, "heartbeats": 0}
     fast = MemberMachine.poll_idle
 
-    def poll_idle(self: MemberMachine, now_ms: int) -> int | None:
+    def poll_idle(self: MemberMachine, now_ms: int, out: list[Any]) -> int | None:
         safe = not (self._commits or self._fetches)  # no handle a twin could touch
         before = _twin(self, iter(()))
-        got = fast(self, now_ms)
+        assert out == []
+        got = fast(self, now_ms, out)
         if got is None:
             calls["declined"] += 1
+            assert out == []
             assert _state(self) == _state(before)
             return got
         assert safe
-        twin = _twin(before, itertools.count(-1, -1))
+        twin = _twin(before, itertools.chain([r.correlation for r in out], itertools.count(-1)))
         twin.poll(now_ms)
-        assert _reference_next_requests(twin, now_ms) == []
+        assert _reference_next_requests(twin, now_ms) == out
         assert got == _reference_next_deadline(twin)
         assert _state(self) == _state(twin)
         calls["idle"] += 1
+        calls["heartbeats"] += len(out)
         return got
 
     monkeypatch.setattr(MemberMachine, "poll_idle", poll_idle)
     light = {"workload.record_time_ms": {"dist": "uniform", "low": 0.5, "high": 30}}
     result = run(Scenario.from_dict(_CHURN).replace(**light), seed=7)
     assert result.summary["rebalances"] > 3
-    assert calls["idle"] > 1000 and calls["declined"] > 100, calls
+    assert calls["idle"] > 1000 and calls["declined"] > 100 and calls["heartbeats"] > 100, calls

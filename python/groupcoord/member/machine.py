@@ -59,6 +59,7 @@ from groupcoord.coordinator.messages import (
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+    with_correlation,
 )
 from groupcoord.errors import (
     BrokerNotAvailableError,
@@ -242,6 +243,8 @@ class MemberMachine:
         self._leave: _PendingLeave | None = None
         self._pending_sync: SyncGroupRequest | None = None
         self._inflight: dict[object, _InFlight] = {}
+        #: this generation's heartbeat; every beat is a copy with its own correlation
+        self._heartbeat_proto: HeartbeatRequest | None = None
         self._correlations = itertools.count(1) if correlation_ids is None else correlation_ids
         self._t = _Timers()
         self._f = _Flags()
@@ -285,6 +288,7 @@ class MemberMachine:
     def set_max_versions(self, caps: Mapping[int, int]) -> None:
         """Cap request versions (API key -> highest version), e.g. from ApiVersions."""
         self._caps.update(caps)
+        self._heartbeat_proto = None
 
     # ------------------------------------------------------------------ inputs
 
@@ -307,14 +311,16 @@ class MemberMachine:
             self._queue_callback(CallbackKind.REVOKED, self.assignment, gate=True)
             self.assignment = frozenset()
 
-    def poll_idle(self, now_ms: int) -> int | None:
-        """:meth:`poll` for a member with nothing to do, or ``None``.
+    def poll_idle(self, now_ms: int, out: list[AnyRequest]) -> int | None:
+        """:meth:`poll` for a member with nothing to do but heartbeat, or ``None``.
 
-        A stable member with nothing queued, nothing to rejoin and no timer due at
+        A stable member with nothing queued, nothing to rejoin and no timeout due at
         ``now_ms`` only resets its poll timer when polled, and :meth:`next_requests` would
-        return nothing: then record the poll and return :meth:`next_deadline`. Otherwise
-        change nothing and return ``None`` (call :meth:`poll` and :meth:`next_requests` as
-        usual). For runners that poll very often (the simulator's application loop).
+        return at most a heartbeat: then record the poll, append that heartbeat (if one is
+        due) to ``out`` as :meth:`next_requests` would have returned it, and return
+        :meth:`next_deadline`. Otherwise change nothing and return ``None`` (call
+        :meth:`poll` and :meth:`next_requests` as usual). For runners that poll very often
+        (the simulator's application loop).
         """
         f, t = self._f, self._t
         if (
@@ -336,12 +342,17 @@ class MemberMachine:
         best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
         if now_ms >= best or now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
             return None  # a timeout is due
+        t.last_poll_ms = now_ms
         heartbeat_due = t.heartbeat_due_ms
         if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
             if now_ms >= heartbeat_due:
-                return None  # a heartbeat is due
-            best = heartbeat_due
-        t.last_poll_ms = now_ms
+                # _emit_heartbeat's work for this state, and next_requests' bookkeeping
+                t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
+                request = self._heartbeat()
+                self._inflight[request.correlation] = _InFlight(request, sent_ms=now_ms)
+                out.append(request)
+            else:
+                best = heartbeat_due
         poll_deadline = now_ms + self.config.max_poll_interval_ms
         return poll_deadline if poll_deadline < best else best
 
@@ -532,7 +543,12 @@ class MemberMachine:
             return
         self._advance(now_ms)
         request = entry.request
-        if isinstance(response, JoinGroupResponse) and isinstance(request, JoinGroupRequest):
+        if type(response) is HeartbeatResponse and type(request) is HeartbeatRequest:
+            # first: by far the most frequent answer
+            if response.error is None:
+                self._t.last_clean_ms = max(self._t.last_clean_ms, entry.sent_ms)
+            self._on_heartbeat(request, response, now_ms)
+        elif isinstance(response, JoinGroupResponse) and isinstance(request, JoinGroupRequest):
             if response.error is None:
                 # the join phase ended after we sent this; a new rebalance starts later still
                 self._t.last_clean_ms = max(self._t.last_clean_ms, entry.sent_ms)
@@ -805,16 +821,24 @@ class MemberMachine:
         ):
             return
         self._t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
-        out.append(
-            build.heartbeat_request(
+        out.append(self._heartbeat())
+
+    def _heartbeat(self) -> HeartbeatRequest:
+        proto = self._heartbeat_proto
+        if (
+            proto is None
+            or proto.generation_id != self._generation_id
+            or proto.member_id != self.member_id
+        ):
+            proto = self._heartbeat_proto = build.heartbeat_request(
                 version=self._version(HeartbeatRequest),
-                correlation=next(self._correlations),
+                correlation=None,
                 group_id=self.config.group_id,
                 generation_id=self._generation_id,
                 member_id=self.member_id,
                 group_instance_id=self.config.group_instance_id,
             )
-        )
+        return with_correlation(proto, next(self._correlations))
 
     def _join_protocols(self) -> tuple[tuple[str, bytes], ...]:
         owned = tuple(sorted(self.assignment))

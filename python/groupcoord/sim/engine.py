@@ -116,6 +116,9 @@ class Process:
     buffered: list[AnyResponse] = field(default_factory=list)
     lookup_in_flight: bool = False
     wake_at: int | None = None
+    #: ``wake_at`` when that wake-up is not queued yet: set only while the process waits
+    #: for a heartbeat's answer, whose arrival steps it first (see ``Engine._set_wake``)
+    held_wake: int | None = None
     up_last_ms: float = 0.0
     down_last_ms: float = 0.0
     next_auto_commit_ms: int = 0
@@ -182,6 +185,8 @@ class Engine:
         self._correlations = itertools.count(1)
         #: correlation -> (process, request) for requests the coordinator has not answered
         self._routes: dict[object, tuple[Process, AnyRequest]] = {}
+        #: what MemberMachine.poll_idle sends (empty between calls)
+        self._sent: list[AnyRequest] = []
         self.processes: dict[str, Process] = {}
         self._incarnations: dict[str, int] = {}
         self._next_number = 0
@@ -251,10 +256,10 @@ class Engine:
         if coordinator is None:
             # nobody listens: the member hears of it one latency later
             self._routes.pop(request.correlation, None)
+            answer_ms = self._down_arrival(process)
+            self._release_held_wake(process, answer_ms)
             self._push(
-                self._down_arrival(process),
-                self._failed_at_member,
-                (process, request, CoordinatorNotAvailableError),
+                answer_ms, self._failed_at_member, (process, request, CoordinatorNotAvailableError)
             )
             return
         self._route(coordinator.handle(request, self.now))
@@ -272,7 +277,12 @@ class Engine:
             if entry is None:
                 continue  # its connection is gone (failover)
             process = entry[0]
-            self._push(self._down_arrival(process), self._at_member, (process, response))
+            answer_ms = self._down_arrival(process)
+            if process.held_wake is not None:
+                self._release_held_wake(process, answer_ms)
+            heapq.heappush(
+                self._queue, (answer_ms, next(self._seq), self._at_member, (process, response))
+            )
 
     def _down_arrival(self, process: Process) -> int:
         arrival = max(self.now + process.sample_latency_ms(), process.down_last_ms)
@@ -393,16 +403,47 @@ class Engine:
         if process.wake_at != at:
             return  # superseded
         process.wake_at = None
+        process.held_wake = None
         if process.alive and process.paused_until is None:
             self._step_process(process)
             if self.checker is not None:
                 self.checker.after_step(self.now, self.processes.values(), self._group_members())
 
-    def _schedule(self, process: Process, at: int) -> None:
-        at = max(at, self.now + 1)
-        if process.wake_at is None or at < process.wake_at or process.wake_at < self.now:
+    def _set_wake(self, process: Process, at: int | None, hold_until: int | None = None) -> None:
+        """Wake the process at ``at`` (``None``: nothing of its own is due) unless an earlier
+        wake-up is queued.
+
+        A wake-up later than ``hold_until`` (the time a heartbeat just sent reaches the
+        coordinator) is held back, not queued: almost always the answer arrives first and
+        steps the process, which then wants an earlier wake-up (the next heartbeat) and
+        the held one would only have been popped and ignored, once per heartbeat. It is
+        queued as soon as it may still be needed: when the answer's arrival is known to
+        be later (``_release_held_wake``) or a step wants no earlier wake-up.
+        """
+        now = self.now
+        if at is not None and at <= now:
+            at = now + 1
+        wake_at = process.wake_at
+        if at is not None and (wake_at is None or at < wake_at or wake_at < now):
             process.wake_at = at
-            self._push(at, self._wake, (process, at))
+            if hold_until is not None and at > hold_until:
+                process.held_wake = at
+            else:
+                process.held_wake = None
+                heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+        elif process.held_wake is not None:
+            self._queue_held_wake(process)
+
+    def _queue_held_wake(self, process: Process) -> None:
+        at, process.held_wake = process.held_wake, None
+        assert at is not None and at == process.wake_at, (process.name, at, process.wake_at)
+        heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+
+    def _release_held_wake(self, process: Process, answer_ms: int) -> None:
+        """The answer to the heartbeat reaches the process at ``answer_ms``: a held wake-up
+        due by then must be queued (a step at the answer decides about a later one)."""
+        if process.held_wake is not None and process.held_wake <= answer_ms:
+            self._queue_held_wake(process)
 
     def _step(self, process: Process) -> None:
         """Bring one process up to ``now``: finish its batch, poll, send what is due, start
@@ -434,13 +475,26 @@ class Engine:
             and not process.buffered
             and not process.fetches
             and not process.poll_expired_seen
-            and not (self._auto_commit and now >= process.next_auto_commit_ms)
+            and process.cut_until is None
+            and not (
+                self._auto_commit
+                and now >= process.next_auto_commit_ms
+                and not self._auto_commit_idle(process)
+            )
         ):
-            # The application polls and the machine has nothing to do but note it (the
-            # usual case): what the full path below would do, without its calls.
-            deadline = machine.poll_idle(now)
+            # The application polls and the machine has nothing to do but note it and
+            # perhaps heartbeat (the usual case): what the full path below would do,
+            # without its calls.
+            sent = self._sent
+            deadline = machine.poll_idle(now, sent)
             if deadline is not None:
-                self._start_batch(process)
+                hold_until = None
+                if sent:
+                    arrival_ms = self._send(process, sent.pop())
+                    if self.thread:  # its answer is read at once (a pause steps on resume)
+                        hold_until = arrival_ms
+                if self._rate > 0:
+                    self._start_batch(process)
                 at = process.busy_until
                 if at is None:
                     at = deadline
@@ -450,12 +504,7 @@ class Engine:
                             at = arrival
                 elif deadline < at:
                     at = deadline
-                if at <= now:
-                    at = now + 1
-                wake_at = process.wake_at
-                if wake_at is None or at < wake_at or wake_at < now:
-                    process.wake_at = at
-                    heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+                self._set_wake(process, at, hold_until)
                 return
         closing = process.closing
         if process.close_requested and not closing and busy_until is None:
@@ -493,7 +542,7 @@ class Engine:
             if machine.done or now >= process.close_deadline_ms or machine.fatal_error:
                 self._stop(process)
                 return
-        elif in_poll and process.alive:
+        elif in_poll and process.alive and self._rate > 0:
             self._start_batch(process)
         # the next wake-up: the batch's end, the machine's next deadline, the next record
         busy_until = process.busy_until
@@ -508,13 +557,7 @@ class Engine:
                 at = arrival
         if closing and (at is None or process.close_deadline_ms < at):
             at = process.close_deadline_ms
-        if at is not None:
-            if at <= now:
-                at = now + 1
-            wake_at = process.wake_at
-            if wake_at is None or at < wake_at or wake_at < now:
-                process.wake_at = at
-                heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+        self._set_wake(process, at)
 
     def _watch_machine(self, process: Process) -> None:
         machine = process.machine
@@ -545,27 +588,35 @@ class Engine:
         requests = machine.next_requests(self.now)
         if not requests:
             return
-        recorder = self.recorder
         for request in requests:
-            recorder.requests += 1
-            if isinstance(request, HeartbeatRequest):
-                recorder.heartbeats += 1
-            elif isinstance(request, JoinGroupRequest):
-                recorder.event(
-                    self.now,
-                    "join_sent",
-                    process.name,
-                    generation=machine.generation,
-                    detail=request.reason,
-                )
-            if process.cut_until is not None:
-                machine.request_failed(request, NetworkException, self.now)
-                continue
-            arrival = max(self.now + process.sample_latency_ms(), process.up_last_ms)
-            process.up_last_ms = arrival
-            process.outstanding[request.correlation] = request
-            self._routes[request.correlation] = (process, request)
-            self._push(math.ceil(arrival), self._at_coordinator, (process, request))
+            self._send(process, request)
+
+    def _send(self, process: Process, request: AnyRequest) -> int | None:
+        """One request leaves the member: it reaches the coordinator one latency later, in
+        order on the connection (a cut connection fails it at once: ``None``); return when
+        it arrives."""
+        recorder = self.recorder
+        recorder.requests += 1
+        if type(request) is HeartbeatRequest:
+            recorder.heartbeats += 1
+        elif isinstance(request, JoinGroupRequest):
+            recorder.event(
+                self.now,
+                "join_sent",
+                process.name,
+                generation=process.machine.generation,
+                detail=request.reason,
+            )
+        if process.cut_until is not None:
+            process.machine.request_failed(request, NetworkException, self.now)
+            return None
+        arrival = max(self.now + process.sample_latency_ms(), process.up_last_ms)
+        process.up_last_ms = arrival
+        process.outstanding[request.correlation] = request
+        self._routes[request.correlation] = (process, request)
+        at = math.ceil(arrival)
+        heapq.heappush(self._queue, (at, next(self._seq), self._at_coordinator, (process, request)))
+        return at
 
     def _lookup_done(self, process: Process) -> None:
         process.lookup_in_flight = False
@@ -697,6 +748,16 @@ class Engine:
                 self.recorder.owner_started(tp, self.now)
         process.fetches = keep
 
+    def _auto_commit_idle(self, process: Process) -> bool:
+        """An auto-commit falls due with nothing consumed since the last commit: it would
+        send nothing, so only its timer moves (what the full path does)."""
+        committed = process.committed_positions
+        for tp, o in process.owned.items():
+            if o.position is not None and committed.get(tp) != o.position:
+                return False
+        process.next_auto_commit_ms = self.now + self._auto_commit_interval_ms
+        return True
+
     def _commit_positions(self, process: Process, *, only_changed: bool) -> None:
         """Commit what the application has consumed (Java's ``allConsumed()``); a commit with
         nothing new is skipped."""
@@ -731,7 +792,8 @@ class Engine:
 
     def _start_batch(self, process: Process) -> None:
         """poll() returns up to max.poll.records records, partition after partition in
-        turn; the application processes them one by one."""
+        turn; the application processes them one by one. (Not called when no records are
+        ever produced: every poll would return nothing.)"""
         now = self.now
         streams = self.streams
         any_active = False
