@@ -540,3 +540,54 @@ def test_versions_outside_the_intersection_are_refused(api_key: int, version: in
         to_coordinator_request(api_key, version, object())
     with pytest.raises(UnsupportedVersionError):
         from_kio_response(api_key, version, object())
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def _codec_caches() -> tuple[int, ...]:
+    from groupcoord.protocol import group_messages, wire
+
+    return (
+        len(wire._CLASSES),
+        len(wire._READERS),
+        len(wire._WRITERS),
+        len(group_messages._HINTS),
+        group_messages._payload_class.cache_info().currsize,
+    )
+
+
+def _forget_codecs() -> None:
+    from groupcoord.protocol import group_messages, wire
+
+    wire._CLASSES.clear()
+    wire._READERS.clear()
+    wire._WRITERS.clear()
+    group_messages._HINTS.clear()
+    group_messages._payload_class.cache_clear()
+
+
+@pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_prepare_leaves_nothing_for_the_first_messages_to_build(
+    api_key: int, version: int, data: st.DataObject
+) -> None:
+    """After prepare(api, version), a request and its response go both ways over the wire
+    (client encodes, server decodes and answers, client decodes) without building any
+    codec, schema class or type hint: the first SyncGroup costs what the second does."""
+    from groupcoord.protocol.group_messages import prepare
+
+    request = data.draw(REQUESTS[api_key](version))
+    response = data.draw(RESPONSES[api_key](version))
+    _forget_codecs()
+    prepare(api_key, version)
+    prepared = _codec_caches()
+    header, kio_request = decode_request(
+        encode_request(api_key, version, 5, "c", to_kio_request(request))[4:]
+    )
+    to_coordinator_request(api_key, version, kio_request, correlation=5)
+    frame = encode_response(header, to_kio_response(response))
+    _, kio_response = decode_response(api_key, version, frame[4:])
+    assert from_kio_response(api_key, version, kio_response) == response
+    assert _codec_caches() == prepared

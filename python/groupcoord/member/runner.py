@@ -47,11 +47,12 @@ from groupcoord.member.connection import (
 from groupcoord.member.handles import CommitHandle, FetchHandle
 from groupcoord.member.listener import ListenerCall, RebalanceListener
 from groupcoord.member.machine import MemberMachine
-from groupcoord.member.requests import MEMBER_REQUEST_TYPES
+from groupcoord.member.requests import MEMBER_REQUEST_TYPES, version_for
 from groupcoord.member.states import MemberState
 from groupcoord.protocol.group_messages import (
     GROUP_API_VERSIONS,
     from_kio_response,
+    prepare,
     to_kio_request,
 )
 from groupcoord.types import TopicPartition
@@ -430,6 +431,10 @@ class GroupMember:
             self._next_discovery_ms = _now_ms() + self._discovery_backoff.next_ms()
             return
         self._discovery_backoff.reset()
+        # the codecs of the versions we will speak, before the first JoinGroup: built on
+        # first use they delay the first SyncGroup by milliseconds (see prepare)
+        for request_type in MEMBER_REQUEST_TYPES:
+            prepare(request_type.API_KEY, version_for(request_type, caps))
         self._coordinator = connection
         with self._lock:
             self._machine.set_max_versions(caps)

@@ -67,6 +67,7 @@ from groupcoord.coordinator.messages import (
     SyncGroupResponse,
 )
 from groupcoord.errors import InvalidPayload, KafkaError, UnsupportedVersionError
+from groupcoord.protocol import wire
 from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.protocol.wire import kio_version_range
 from groupcoord.types import Assignment, Subscription
@@ -75,6 +76,7 @@ __all__ = [
     "GROUP_API_KEYS",
     "GROUP_API_VERSIONS",
     "from_kio_response",
+    "prepare",
     "to_coordinator_request",
     "to_kio_request",
     "to_kio_response",
@@ -175,6 +177,31 @@ def _item(cls: type[Any], name: str) -> type[Any]:
     item = typing.get_args(hint)[0]
     assert isinstance(item, type)
     return item
+
+
+def _resolve_entity_hints(cls: type[Any]) -> None:
+    # every nested entity class the converters ask _item / _hints about
+    for hint in _hints(cls).values():
+        inner, _ = _optional_inner(hint)
+        for candidate in (inner, *typing.get_args(inner)):
+            if isinstance(candidate, type) and hasattr(candidate, "__type__"):
+                _resolve_entity_hints(candidate)
+
+
+def prepare(api_key: int, version: int) -> None:
+    """Do now, for group API ``api_key`` at ``version``, the one-time work its first request
+    and response would do: load kio's schema classes, build their readers and writers and
+    resolve the type hints the converters read.
+
+    A client calls it for the versions it will speak as soon as it knows them. Done lazily,
+    this costs 2-15 ms per API on the first message (SyncGroup is the slowest), long enough
+    for a new member's first SyncGroup to reach the coordinator after the leader has
+    already rejoined in a cooperative rebalance, which costs the group another round.
+    """
+    _check(api_key, version)
+    wire.prepare_codec(api_key, version)
+    for kind in (EntityType.request, EntityType.response):
+        _resolve_entity_hints(_payload_class(api_key, version, kind))
 
 
 Converter = Callable[[Any], Any]

@@ -248,6 +248,18 @@ def _writer(cls: type[Any]) -> Callable[[io.BytesIO, Any], None]:
     return writer
 
 
+def prepare_codec(api_key: int, version: int) -> None:
+    """Build now the request and response codecs of (api_key, version) that the first
+    message would build (loading kio's schema modules and walking them takes milliseconds
+    per API: see :func:`groupcoord.protocol.group_messages.prepare`). Unknown pairs are
+    ignored, as the codecs would refuse them later."""
+    for kind in (EntityType.request, EntityType.response):
+        cls = _schema_class(api_key, version, kind)
+        if cls is not None:
+            _reader(cls)
+            _writer(cls)
+
+
 def _payload_class(obj: object, kind: EntityType) -> type[Any]:
     cls = type(obj)
     if getattr(cls, "__type__", None) is not kind or not hasattr(cls, "__api_key__"):
