@@ -44,8 +44,3 @@ def test_broker_is_up_alone_on_loopback_and_its_coordinator_answers(
     assert found.error_code == 0
     assert (found.host, found.port) == ("127.0.0.1", broker.port)
     assert f"Kafka version: {version}" in broker.server_log.read_text(errors="replace")
-
-
-def test_properties_reach_the_broker(kafka_broker_factory: Callable[..., Any]) -> None:
-    broker = kafka_broker_factory(KAFKA_LATEST, {"group.max.size": "7"})
-    assert "group.max.size = 7" in broker.server_log.read_text(errors="replace")

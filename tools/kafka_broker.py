@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 #: log4j2 binding for slf4j 1.7 (what kafka_2.13 3.9 and 4.x use) and its core
 LOG4J_VERSION = "2.24.3"
@@ -195,41 +196,57 @@ class Broker:
         raise RuntimeError(f"kafka did not start within {timeout_s} s; see {self.server_log}")
 
     def wait_for_group_coordinator(self, timeout_s: float = 60) -> None:
-        """Return once FindCoordinator for a group answers without an error.
+        """Return once every partition of ``__consumer_offsets`` answers for its groups.
 
         A fresh broker creates ``__consumer_offsets`` on the first FindCoordinator and
-        answers COORDINATOR_NOT_AVAILABLE until its partitions have leaders and are loaded;
-        tests that record what the coordinator answers start after that. Speaks the wire
-        with groupcoord's own codec (run with ``PYTHONPATH=python``).
+        answers COORDINATOR_NOT_AVAILABLE until it exists, then NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS for a group until that group's partition is loaded.
+        Tests that record what the coordinator answers start after that: this sends
+        FindCoordinator, then DescribeGroups for one group per partition, until none
+        answers an error. Speaks the wire with groupcoord's codec (``PYTHONPATH=python``).
         """
+        from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
         from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 
-        from groupcoord.protocol.client import ClientCodec
-
-        request = FindCoordinatorRequest(key="kafka-broker-probe", key_type=0)
+        partitions = int(self.properties.get("offsets.topic.num.partitions", "4"))
+        probes = _one_group_per_partition(partitions)
+        requests = [
+            FindCoordinatorRequest(key=probes[0], key_type=0),
+            DescribeGroupsRequest(groups=tuple(probes), include_authorized_operations=False),
+        ]
         deadline = time.monotonic() + timeout_s
         last = "no answer"
         while time.monotonic() < deadline:
-            codec = ClientCodec(client_id="kafka-broker-probe")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
-                    sock.sendall(codec.encode(request)[1])
-                    responses = []
-                    while not responses:
-                        data = sock.recv(65536)
-                        if not data:
-                            raise ConnectionError("closed by the broker")
-                        responses = codec.feed(data)
-                error = responses[0].response.error_code
-                if error == 0:
+                found, described = self._ask(requests)
+                errors = [found.error_code] + [g.error_code for g in described.groups]
+                bad = sorted({e.name for e in errors if e != 0})
+                if not bad:
                     return
-                last = f"error {error.name}"
+                last = f"errors {bad}"
             except OSError as e:
                 last = f"{type(e).__name__}: {e}"
             time.sleep(0.2)
         raise RuntimeError(
-            f"kafka {self.version}: FindCoordinator still failing after {timeout_s} s ({last})"
+            f"kafka {self.version}: group coordinator still not ready after {timeout_s} s ({last})"
         )
+
+    def _ask(self, requests: list[object]) -> list[Any]:
+        from groupcoord.protocol.client import ClientCodec
+
+        codec = ClientCodec(client_id="kafka-broker-probe")
+        answers: list[Any] = []
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            for request in requests:
+                sock.sendall(codec.encode(request)[1])
+                received: list[Any] = []
+                while not received:
+                    data = sock.recv(65536)
+                    if not data:
+                        raise ConnectionError("closed by the broker")
+                    received = codec.feed(data)
+                answers.append(received[0].response)
+        return answers
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -240,6 +257,25 @@ class Broker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _java_string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _one_group_per_partition(partitions: int) -> list[str]:
+    """Group ids whose ``__consumer_offsets`` partitions (Kafka: ``Utils.abs(hashCode) %
+    n``) cover all ``partitions``."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < partitions:
+        name = f"kafka-broker-probe-{i}"
+        found.setdefault((_java_string_hash(name) & 0x7FFFFFFF) % partitions, name)
+        i += 1
+    return [found[p] for p in sorted(found)]
 
 
 def _cluster_id() -> str:
