@@ -9,11 +9,11 @@ subprocess for tests that drive it with real clients (interop, member runner, fu
 
 ``kafka_broker_factory(version="4.4.0", properties={"group.max.size": "3"})``: a real
 Apache Kafka broker (``tools/kafka_broker.py``: single-node KRaft on 127.0.0.1, jars from
-Maven Central cached
-in ``~/.m2``), started once per test session for each (version, properties) and stopped at
-its end, warm (its group coordinator answers). ``kafka_broker`` is the 4.4.0 one with the
-defaults. Tests that use them are marked ``kafka``; every such test is skipped, with the
-reason, when Java or Maven is missing (see ``kafka_oracle``).
+Maven Central cached in ``~/.m2``), started once per test session for each (version,
+properties) and stopped at its end, warm (its group coordinator answers).
+``kafka_broker`` is the 4.4.0 one with the defaults. Tests that use them are marked
+``kafka``; every such test is skipped, with the reason, when Java or Maven is missing
+(see ``kafka_oracle``).
 """
 
 from __future__ import annotations
