@@ -33,8 +33,10 @@ def test_every_code_kafka_python_knows_has_the_same_name_here() -> None:
 
 
 def test_codes_are_unique_and_classes_carry_them() -> None:
-    codes = [cls.code for cls in errors.KafkaError.__subclasses__()]
+    wire = [c for c in errors.KafkaError.__subclasses__() if not issubclass(c, errors.ClientError)]
+    codes = [cls.code for cls in wire]
     assert len(codes) == len(set(codes))
+    assert len(errors.BY_CODE) == len(wire)
     assert errors.BY_CODE[22] is errors.IllegalGenerationError
     assert errors.IllegalGenerationError.name == "ILLEGAL_GENERATION"
 
@@ -49,3 +51,16 @@ def test_errors_carry_their_name_in_the_message_and_are_groupcoord_errors() -> N
     assert errors.CoordinatorNotAvailableError.retriable
     assert not errors.FencedInstanceIdError.retriable
     assert issubclass(errors.InvalidPayload, ValueError)
+
+
+def test_client_side_errors_are_kafka_errors_as_in_kafkas_clients() -> None:
+    # kafka-python: CommitFailedError(KafkaError); Java: CommitFailedException extends
+    # KafkaException. Neither has a wire code, so neither is in the code table.
+    from groupcoord.member import CommitFailedError
+
+    assert issubclass(kp_errors.CommitFailedError, kp_errors.KafkaError)
+    assert issubclass(CommitFailedError, errors.KafkaError)
+    assert CommitFailedError not in errors.BY_CODE.values()
+    assert errors.KafkaError.for_code(-1) is errors.UnknownServerError
+    assert not CommitFailedError.retriable
+    assert str(CommitFailedError("gone")) == "[COMMIT_FAILED] gone"

@@ -1,7 +1,9 @@
 """Run a real Apache Kafka broker (single-node KRaft, 127.0.0.1 only) from Maven Central jars.
 
-Used by ``tools/kafka_groups.py`` to make the broker-log fixtures of ``tests/pipeline/``; it
-also runs by hand::
+Used by ``tools/kafka_groups.py`` (the broker-log fixtures of ``tests/pipeline/``), by
+``tools/conformance_goldens.py`` (the golden responses of ``tests/conformance/``) and by the
+``kafka_broker`` fixture of ``tests/conftest.py`` (tests marked ``kafka``); it also runs by
+hand::
 
     python tools/kafka_broker.py --version 4.4.0 --dir /tmp/kafka-4.4.0
     # prints "kafka 4.4.0 listening on 127.0.0.1:PORT" and runs until Ctrl-C;
@@ -24,7 +26,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 #: log4j2 binding for slf4j 1.7 (what kafka_2.13 3.9 and 4.x use) and its core
 LOG4J_VERSION = "2.24.3"
@@ -93,16 +97,33 @@ def classpath(version: str) -> str:
     return out.read_text().strip()
 
 
+#: the line KafkaRaftServer logs once the broker and controller are both up (the
+#: SocketServer "Acceptors to be started" lines come earlier, from the controller alone)
+STARTED_LINE = "Kafka Server started (kafka.server.KafkaRaftServer)"
+
+
 class Broker:
     """A broker process on 127.0.0.1; ``start()`` formats ``directory`` and waits until the
-    port accepts connections; ``stop()`` shuts it down (SIGTERM, then SIGKILL)."""
+    broker logs that it started; ``stop()`` shuts it down (SIGTERM, then SIGKILL).
 
-    def __init__(self, version: str, directory: Path, *, initial_rebalance_delay_ms: int = 0):
+    ``properties`` are added to (or override) the ``server.properties`` written by
+    ``start()``, e.g. ``{"group.max.size": "3", "auto.create.topics.enable": "false"}``.
+    """
+
+    def __init__(
+        self,
+        version: str,
+        directory: Path,
+        *,
+        initial_rebalance_delay_ms: int = 0,
+        properties: Mapping[str, str] | None = None,
+    ):
         self.version = version
         self.directory = directory
         self.port = free_port()
         self.controller_port = free_port()
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
+        self.properties = dict(properties or {})
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -128,30 +149,27 @@ class Broker:
         (self.directory / "logs").mkdir(parents=True)
         (self.directory / "log4j2.properties").write_text(LOG4J2.format(log=self.server_log))
         props = self.directory / "server.properties"
-        props.write_text(
-            "\n".join(
-                [
-                    "process.roles=broker,controller",
-                    "node.id=1",
-                    f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},"
-                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
-                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                    "controller.listener.names=CONTROLLER",
-                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                    "inter.broker.listener.name=PLAINTEXT",
-                    f"log.dirs={self.directory / 'data'}",
-                    "num.partitions=1",
-                    "offsets.topic.replication.factor=1",
-                    "offsets.topic.num.partitions=4",
-                    "transaction.state.log.replication.factor=1",
-                    "transaction.state.log.min.isr=1",
-                    f"group.initial.rebalance.delay.ms={self.initial_rebalance_delay_ms}",
-                    "group.min.session.timeout.ms=3000",
-                    "",
-                ]
-            )
-        )
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.directory / "data"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "group.initial.rebalance.delay.ms": str(self.initial_rebalance_delay_ms),
+            "group.min.session.timeout.ms": "3000",
+            **self.properties,
+        }
+        props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         cluster_id = _cluster_id()
         subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
@@ -169,12 +187,66 @@ class Broker:
                 raise RuntimeError(
                     f"kafka exited with {self.process.returncode}; see {self.directory}"
                 )
-            if self.server_log.exists() and "started (kafka.server" in self.server_log.read_text(
+            if self.server_log.exists() and STARTED_LINE in self.server_log.read_text(
                 errors="replace"
             ):
                 return
             time.sleep(0.3)
+        self.stop()
         raise RuntimeError(f"kafka did not start within {timeout_s} s; see {self.server_log}")
+
+    def wait_for_group_coordinator(self, timeout_s: float = 60) -> None:
+        """Return once every partition of ``__consumer_offsets`` answers for its groups.
+
+        A fresh broker creates ``__consumer_offsets`` on the first FindCoordinator and
+        answers COORDINATOR_NOT_AVAILABLE until it exists, then NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS for a group until that group's partition is loaded.
+        Tests that record what the coordinator answers start after that: this sends
+        FindCoordinator, then DescribeGroups for one group per partition, until none
+        answers an error. Speaks the wire with groupcoord's codec (``PYTHONPATH=python``).
+        """
+        from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+        from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+
+        partitions = int(self.properties.get("offsets.topic.num.partitions", "4"))
+        probes = _one_group_per_partition(partitions)
+        requests = [
+            FindCoordinatorRequest(key=probes[0], key_type=0),
+            DescribeGroupsRequest(groups=tuple(probes), include_authorized_operations=False),
+        ]
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                found, described = self._ask(requests)
+                errors = [found.error_code] + [g.error_code for g in described.groups]
+                bad = sorted({e.name for e in errors if e != 0})
+                if not bad:
+                    return
+                last = f"errors {bad}"
+            except OSError as e:
+                last = f"{type(e).__name__}: {e}"
+            time.sleep(0.2)
+        raise RuntimeError(
+            f"kafka {self.version}: group coordinator still not ready after {timeout_s} s ({last})"
+        )
+
+    def _ask(self, requests: list[object]) -> list[Any]:
+        from groupcoord.protocol.client import ClientCodec
+
+        codec = ClientCodec(client_id="kafka-broker-probe")
+        answers: list[Any] = []
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            for request in requests:
+                sock.sendall(codec.encode(request)[1])
+                received: list[Any] = []
+                while not received:
+                    data = sock.recv(65536)
+                    if not data:
+                        raise ConnectionError("closed by the broker")
+                    received = codec.feed(data)
+                answers.append(received[0].response)
+        return answers
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -185,6 +257,25 @@ class Broker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _java_string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def _one_group_per_partition(partitions: int) -> list[str]:
+    """Group ids whose ``__consumer_offsets`` partitions (Kafka: ``Utils.abs(hashCode) %
+    n``) cover all ``partitions``."""
+    found: dict[int, str] = {}
+    i = 0
+    while len(found) < partitions:
+        name = f"kafka-broker-probe-{i}"
+        found.setdefault((_java_string_hash(name) & 0x7FFFFFFF) % partitions, name)
+        i += 1
+    return [found[p] for p in sorted(found)]
 
 
 def _cluster_id() -> str:

@@ -5,9 +5,15 @@ carrying the protocol's numeric ``code`` and its canonical ``name`` (as Apache
 Kafka's ``Errors`` enum spells it). Codes and names are protocol facts and must
 never change; ``retriable`` follows Kafka's RetriableException marking.
 
-Errors that are not a Kafka wire code (a malformed consumer-protocol payload,
-bad arguments to an assignor) derive from :class:`GroupcoordError` and also from
-``ValueError`` so that generic handlers keep working.
+Errors a Kafka client raises itself, without a wire code (:class:`CommitFailedError`),
+derive from :class:`ClientError`, itself a :class:`KafkaError`, as in Kafka's clients
+(Java's ``CommitFailedException`` is a ``KafkaException``, kafka-python's
+``CommitFailedError`` a ``KafkaError``): code that catches ``KafkaError`` catches them.
+They have no code of their own and are not in :data:`BY_CODE`.
+
+Errors that are not Kafka's at all (a malformed consumer-protocol payload, bad arguments
+to an assignor) derive from :class:`GroupcoordError` and also from ``ValueError`` so that
+generic handlers keep working.
 """
 
 from __future__ import annotations
@@ -716,7 +722,24 @@ class VoterNotFoundError(KafkaError):
     name = "VOTER_NOT_FOUND"
 
 
-_BY_CODE: dict[int, type[KafkaError]] = {c.code: c for c in KafkaError.__subclasses__()}
+class ClientError(KafkaError):
+    """An error a Kafka client decides on its own; no broker sends it (``code`` -1)."""
+
+    code = -1
+    name = "CLIENT_ERROR"
+
+
+class CommitFailedError(ClientError):
+    """The commit cannot succeed: the member is not part of an active generation (its
+    partitions were lost, e.g. after max.poll.interval.ms, or the coordinator answered
+    UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION), as Kafka's ``CommitFailedException``."""
+
+    name = "COMMIT_FAILED"
+
+
+_BY_CODE: dict[int, type[KafkaError]] = {
+    c.code: c for c in KafkaError.__subclasses__() if not issubclass(c, ClientError)
+}
 
 #: Kafka error classes by numeric code.
 BY_CODE = _BY_CODE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from groupcoord.coordinator.messages import (
@@ -43,9 +44,24 @@ def handle_describe_groups(rb: Rebalancer, req: DescribeGroupsRequest) -> None:
         DescribeGroupsResponse(
             version=req.version,
             correlation=req.correlation,
-            groups=tuple(_describe(rb, group_id) for group_id in req.groups),
+            groups=tuple(
+                _with_operations(_describe(rb, group_id), req.include_authorized_operations)
+                for group_id in req.groups
+            ),
         )
     )
+
+
+#: What Kafka 4 reports for a group when asked (v3+) and no authorizer is configured:
+#: every operation a group resource has (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS,
+#: ALTER_CONFIGS; AclOperation codes 3, 6, 8, 10, 11). Kafka 3.9 lists the first three.
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
+
+
+def _with_operations(group: DescribedGroup, include: bool) -> DescribedGroup:
+    if not include:
+        return group
+    return dataclasses.replace(group, authorized_operations=GROUP_OPERATIONS)
 
 
 def _describe(rb: Rebalancer, group_id: str) -> DescribedGroup:

@@ -10,16 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from groupcoord.errors import GroupcoordError, KafkaError
+from groupcoord.errors import CommitFailedError, GroupcoordError, KafkaError
 from groupcoord.types import TopicPartition
 
 __all__ = ["CommitFailedError", "CommitHandle", "FetchHandle", "MemberClosedError"]
-
-
-class CommitFailedError(GroupcoordError):
-    """The commit cannot succeed: the member is not part of an active generation (its
-    partitions were lost, e.g. after max.poll.interval.ms), as Kafka's CommitFailedException.
-    Kafka sends no error code for this (it is decided client-side)."""
 
 
 class MemberClosedError(GroupcoordError):

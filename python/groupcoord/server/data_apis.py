@@ -595,6 +595,7 @@ class DataApis:
             partitions = []
             for p in t.partitions:
                 error = topic_error
+                unread = error is not None
                 records = b""
                 high_watermark = log_start = -1
                 if error is None:
@@ -616,6 +617,7 @@ class DataApis:
                             )
                     except KafkaError as e:
                         error = e
+                        unread = isinstance(e, UnknownTopicOrPartitionError)
                         records = b""
                         high_watermark = log_start = -1
                 if records:
@@ -630,7 +632,9 @@ class DataApis:
                         high_watermark=high_watermark,
                         last_stable_offset=high_watermark,
                         log_start_offset=log_start,
-                        aborted_transactions=None,
+                        # Kafka: [] for a partition refused before its log is read
+                        # (unknown topic or partition), null once it was read
+                        aborted_transactions=() if unread else None,
                         preferred_read_replica=-1,
                         records=records,
                     )

@@ -42,7 +42,12 @@ from groupcoord.coordinator import (
     OffsetFetchResponseGroup,
     SyncGroupResponse,
 )
-from groupcoord.errors import InvalidRequestError, KafkaError, UnknownServerError
+from groupcoord.errors import (
+    InconsistentGroupProtocolError,
+    InvalidRequestError,
+    KafkaError,
+    UnknownServerError,
+)
 from groupcoord.protocol.group_messages import (
     GROUP_API_KEYS,
     to_coordinator_request,
@@ -78,6 +83,7 @@ __all__ = ["Dispatcher", "Reply", "unsupported_frame"]
 log = logging.getLogger("groupcoord.server")
 
 API_FETCH = 1
+_SYNC_GROUP = 14
 _UNSUPPORTED_VERSION = 35
 
 #: What a request turns into: a response frame now, later, or never (acks=0 Produce).
@@ -172,6 +178,16 @@ class Dispatcher:
         return reply
 
     def _group(self, header: RequestHeader, request: Any, client_host: str) -> Reply:
+        if (
+            header.api_key == _SYNC_GROUP
+            and header.api_version >= 5
+            and (request.protocol_type is None or request.protocol_name is None)
+        ):
+            # as Kafka's KafkaApis, before the coordinator sees it
+            # (SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent)
+            log.info("SyncGroup v%d without protocol type or name", header.api_version)
+            error_response = group_error_response(header, request, InconsistentGroupProtocolError)
+            return encode_response(header, error_response)
         try:
             ours = to_coordinator_request(
                 header.api_key,

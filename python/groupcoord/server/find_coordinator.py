@@ -29,7 +29,8 @@ _BATCHED_SINCE: Final = 4
 
 def _answer(key_type: int, broker: BrokerInfo) -> tuple[ErrorCode, str | None, int, str, int]:
     if key_type in _SERVED_KEY_TYPES:
-        return ErrorCode.none, None, broker.node_id, broker.host, broker.port
+        # Kafka's success message is Errors.NONE.message(), "NONE" (v4+ sets "" per key)
+        return ErrorCode.none, "NONE", broker.node_id, broker.host, broker.port
     # Kafka answers an unresolvable coordinator with node -1, host "" and port -1
     return ErrorCode.invalid_request, f"key type {key_type} is not served", -1, "", -1
 
@@ -51,7 +52,7 @@ def find_coordinator(request: Any, broker: BrokerInfo) -> Any:
                     host=host,
                     port=port,
                     error_code=error,
-                    error_message=message,
+                    error_message="" if error == ErrorCode.none else message,
                 )
                 for key in request.coordinator_keys
             ),

@@ -147,6 +147,13 @@ class GroupGateway:
             )
             if parts:
                 topics.append(dataclasses.replace(t, partitions=parts))
+        if not topics:
+            # As Kafka (KafkaApis.handleOffsetCommitRequest): with no known partition left
+            # the coordinator is not asked, so a refused commit creates no group
+            nothing = OffsetCommitResponse(
+                version=request.version, correlation=request.correlation, topics=()
+            )
+            return _with_unknown_partitions(request, nothing)
         token = self.new_correlation()
         inner = dataclasses.replace(request, topics=tuple(topics), correlation=token)
         answered = self._handle(token, inner)
