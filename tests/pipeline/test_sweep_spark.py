@@ -248,7 +248,7 @@ def test_the_report_references_pngs_that_exist(spark: Any, tmp_path: Path) -> No
     page = result.report.read_text()
     images = re.findall(r'<img src="([^"]+)"', page)
     assert {
-        "heatmap_rebalances_per_hour.png",
+        "heatmap_unwanted_rebalances_per_hour.png",
         "heatmap_unavailable.png",
         "membership.png",
         "lag.png",
