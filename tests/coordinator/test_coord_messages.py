@@ -129,3 +129,13 @@ def test_with_correlation_is_the_request_made_with_that_correlation(cls: type[An
         assert original.correlation == 1 and copy is not original
         with pytest.raises(AttributeError):
             copy.correlation = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("cls", "version"),
+    [(JoinGroupRequest, 5), (SyncGroupRequest, 3), (HeartbeatRequest, 3), (OffsetCommitRequest, 7)],
+    ids=lambda x: getattr(x, "__name__", str(x)),
+)
+def test_a_wrong_group_instance_id_is_named_in_the_error(cls: type[Any], version: int) -> None:
+    with pytest.raises(TypeError, match=r"^group_instance_id must be a str, not int$"):
+        cls(version=version, group_instance_id=7, **MINIMAL[cls])
