@@ -546,25 +546,27 @@ def test_versions_outside_the_intersection_are_refused(api_key: int, version: in
 
 
 def _codec_caches() -> tuple[int, ...]:
-    from groupcoord.protocol import group_messages, wire
+    from groupcoord.protocol import wire
+    from groupcoord.protocol.apis import kio_mapping
 
     return (
         len(wire._CLASSES),
         len(wire._READERS),
         len(wire._WRITERS),
-        len(group_messages._HINTS),
-        group_messages._payload_class.cache_info().currsize,
+        len(kio_mapping._HINTS),
+        kio_mapping.payload_class.cache_info().currsize,
     )
 
 
 def _forget_codecs() -> None:
-    from groupcoord.protocol import group_messages, wire
+    from groupcoord.protocol import wire
+    from groupcoord.protocol.apis import kio_mapping
 
     wire._CLASSES.clear()
     wire._READERS.clear()
     wire._WRITERS.clear()
-    group_messages._HINTS.clear()
-    group_messages._payload_class.cache_clear()
+    kio_mapping._HINTS.clear()
+    kio_mapping.payload_class.cache_clear()
 
 
 @pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)

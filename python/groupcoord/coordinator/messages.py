@@ -256,7 +256,12 @@ class JoinGroupRequest(Request):
         if v >= 1 and self.rebalance_timeout_ms < 0:
             raise ValueError(f"rebalance_timeout_ms must be >= 0, got {self.rebalance_timeout_ms}")
         _str(self.member_id, "member_id")
-        _since(self, 5, "group_instance_id", _opt_str(self.group_instance_id, "group_instance_id") is not None)
+        _since(
+            self,
+            5,
+            "group_instance_id",
+            _opt_str(self.group_instance_id, "group_instance_id") is not None,
+        )
         _str(self.protocol_type, "protocol_type")
         protocols: list[tuple[str, bytes]] = []
         seen: set[str] = set()
@@ -326,7 +331,12 @@ class SyncGroupRequest(Request):
         _str(self.group_id, "group_id")
         _int(self.generation_id, "generation_id")
         _str(self.member_id, "member_id")
-        _since(self, 3, "group_instance_id", _opt_str(self.group_instance_id, "group_instance_id") is not None)
+        _since(
+            self,
+            3,
+            "group_instance_id",
+            _opt_str(self.group_instance_id, "group_instance_id") is not None,
+        )
         _since(self, 5, "protocol_type", _opt_str(self.protocol_type, "protocol_type") is not None)
         _since(self, 5, "protocol_name", _opt_str(self.protocol_name, "protocol_name") is not None)
         out: list[tuple[str, bytes]] = []
@@ -367,7 +377,12 @@ class HeartbeatRequest(Request):
         _str(self.group_id, "group_id")
         _int(self.generation_id, "generation_id")
         _str(self.member_id, "member_id")
-        _since(self, 3, "group_instance_id", _opt_str(self.group_instance_id, "group_instance_id") is not None)
+        _since(
+            self,
+            3,
+            "group_instance_id",
+            _opt_str(self.group_instance_id, "group_instance_id") is not None,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -494,7 +509,12 @@ class OffsetCommitRequest(Request):
         gen = _int(self.generation_id_or_member_epoch, "generation_id_or_member_epoch")
         _since(self, 1, "generation_id_or_member_epoch", gen != -1)
         _since(self, 1, "member_id", _str(self.member_id, "member_id") != UNKNOWN_MEMBER_ID)
-        _since(self, 7, "group_instance_id", _opt_str(self.group_instance_id, "group_instance_id") is not None)
+        _since(
+            self,
+            7,
+            "group_instance_id",
+            _opt_str(self.group_instance_id, "group_instance_id") is not None,
+        )
         ret = _int(self.retention_time_ms, "retention_time_ms", _INT64)
         _since(self, 2, "retention_time_ms", ret != -1)
         _until(self, 4, "retention_time_ms", ret != -1)

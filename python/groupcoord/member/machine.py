@@ -53,8 +53,6 @@ from groupcoord.coordinator.messages import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
@@ -100,6 +98,7 @@ from groupcoord.protocol import (
     encode_sticky_user_data,
     encode_subscription,
 )
+from groupcoord.protocol.group_messages import error_response
 from groupcoord.reference.assign import OwnershipSource
 from groupcoord.types import Subscription, TopicPartition
 
@@ -533,7 +532,12 @@ class MemberMachine:
             self._requeue(entry)
             self.coordinator_lost(now_ms)
             return
-        self.receive(_error_response(request, error), now_ms)
+        self.receive(
+            error_response(
+                request.API_KEY, request.version, request, error, correlation=request.correlation
+            ),
+            now_ms,
+        )
 
     def receive(self, response: AnyResponse, now_ms: int) -> None:
         """A response to a request this machine emitted (others are ignored: stale)."""
@@ -1266,36 +1270,3 @@ class MemberMachine:
             self._commits.append(_QueuedCommit(entry.commit))
         elif entry.fetch is not None:
             self._fetches.append(_QueuedFetch(entry.fetch))
-
-
-def _error_response(request: AnyRequest, error: type[KafkaError]) -> AnyResponse:
-    """The response a failed ``request`` stands for: ``error`` everywhere it can be."""
-    v, c = request.version, request.correlation
-    if isinstance(request, JoinGroupRequest):
-        return JoinGroupResponse(version=v, correlation=c, error=error)
-    if isinstance(request, SyncGroupRequest):
-        return SyncGroupResponse(version=v, correlation=c, error=error)
-    if isinstance(request, HeartbeatRequest):
-        return HeartbeatResponse(version=v, correlation=c, error=error)
-    if isinstance(request, LeaveGroupRequest):
-        return LeaveGroupResponse(version=v, correlation=c, error=error)
-    if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            version=v,
-            correlation=c,
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error=error
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in request.topics
-            ),
-        )
-    if isinstance(request, OffsetFetchRequest):
-        return OffsetFetchResponse(version=v, correlation=c, error=error)
-    raise TypeError(f"not a member request: {type(request).__name__}")

@@ -27,20 +27,7 @@ from typing import Any
 
 from groupcoord.coordinator import (
     AnyResponse,
-    DeletableGroupResult,
-    DeleteGroupsResponse,
-    DescribedGroup,
-    DescribeGroupsResponse,
     HeartbeatResponse,
-    JoinGroupResponse,
-    LeaveGroupResponse,
-    ListGroupsResponse,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    SyncGroupResponse,
 )
 from groupcoord.errors import (
     InconsistentGroupProtocolError,
@@ -50,6 +37,7 @@ from groupcoord.errors import (
 )
 from groupcoord.protocol.group_messages import (
     GROUP_API_KEYS,
+    error_response,
     to_coordinator_request,
     to_kio_response,
 )
@@ -268,66 +256,4 @@ def _fail_from(task: asyncio.Task[None], reply: asyncio.Future[bytes | None]) ->
 def group_error_response(header: RequestHeader, request: Any, error: type[KafkaError]) -> Any:
     """The kio response of the request's group API and version carrying ``error``
     everywhere it can (top level, or on every item the request named)."""
-    v = header.api_version
-    response: AnyResponse
-    match header.api_key:
-        case 11:
-            response = JoinGroupResponse(version=v, error=error, member_id=request.member_id)
-        case 14:
-            response = SyncGroupResponse(version=v, error=error)
-        case 12:
-            response = HeartbeatResponse(version=v, error=error)
-        case 13:
-            response = LeaveGroupResponse(version=v, error=error)
-        case 8:
-            response = OffsetCommitResponse(
-                version=v,
-                topics=tuple(
-                    OffsetCommitResponseTopic(
-                        name=t.name,
-                        partitions=tuple(
-                            OffsetCommitResponsePartition(
-                                partition_index=p.partition_index, error=error
-                            )
-                            for p in t.partitions
-                        ),
-                    )
-                    for t in request.topics
-                ),
-            )
-        case 9 if v >= 8:
-            response = OffsetFetchResponse(
-                version=v,
-                groups=tuple(
-                    OffsetFetchResponseGroup(group_id=g.group_id, error=error)
-                    for g in request.groups
-                ),
-            )
-        case 9:
-            response = OffsetFetchResponse(version=v, error=error)
-        case 15:
-            response = DescribeGroupsResponse(
-                version=v,
-                groups=tuple(
-                    DescribedGroup(
-                        group_id=g,
-                        error=error,
-                        group_state="",
-                        protocol_type="",
-                        protocol_data="",
-                    )
-                    for g in request.groups
-                ),
-            )
-        case 16:
-            response = ListGroupsResponse(version=v, error=error)
-        case 42:
-            response = DeleteGroupsResponse(
-                version=v,
-                results=tuple(
-                    DeletableGroupResult(group_id=g, error=error) for g in request.groups_names
-                ),
-            )
-        case _:
-            raise ValueError(f"api {header.api_key} is not a group API")
-    return to_kio_response(response)
+    return to_kio_response(error_response(header.api_key, header.api_version, request, error))
