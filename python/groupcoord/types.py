@@ -60,18 +60,28 @@ class Subscription:
             object.__setattr__(self, "user_data", bytes(self.user_data))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Assignment:
-    """What a member receives in SyncGroup (ConsumerProtocolAssignment v0-v3)."""
+    """What a member receives in SyncGroup (ConsumerProtocolAssignment v0-v3).
 
-    partitions: Sequence[TopicPartition]
-    user_data: bytes | None = None
+    Built from any sequence of partitions; ``partitions`` is always a tuple, so equal
+    assignments compare equal whatever the caller passed, and callers type-checked with
+    ``mypy --strict`` can rely on tuple operations (the field type says so).
+    """
 
-    def __post_init__(self) -> None:
-        if isinstance(self.partitions, (str, bytes)):
+    partitions: tuple[TopicPartition, ...]
+    user_data: bytes | None
+
+    def __init__(
+        self, partitions: Sequence[TopicPartition], user_data: bytes | None = None
+    ) -> None:
+        if isinstance(partitions, (str, bytes)):
             raise TypeError("partitions must be a sequence of TopicPartition")
-        # Always a tuple, so equal assignments compare equal whatever the caller passed.
-        if type(self.partitions) is not tuple:
-            object.__setattr__(self, "partitions", tuple(self.partitions))
-        if self.user_data is not None and not isinstance(self.user_data, (bytes, bytearray)):
+        if isinstance(user_data, bytearray):
+            user_data = bytes(user_data)
+        if user_data is not None and not isinstance(user_data, bytes):
             raise TypeError("user_data must be bytes or None")
+        object.__setattr__(
+            self, "partitions", partitions if type(partitions) is tuple else tuple(partitions)
+        )
+        object.__setattr__(self, "user_data", user_data)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
+import typing
 
 import pytest
 
@@ -255,3 +258,21 @@ def test_assign_encoded_uses_group_instance_ids_for_range_order(backend: str) ->
 def test_assign_encoded_rejects_garbage_with_invalid_payload(backend: str, payload: bytes) -> None:
     with pytest.raises(InvalidPayload, match=r"[\"']m[\"']"):
         StickyAssignor(backend=backend).assign_encoded({"t": 1}, {"m": payload})
+
+
+def test_assignment_partitions_is_typed_and_built_as_a_tuple() -> None:
+    # mypy --strict users read the field's declared type: it must say tuple, as the value is
+    hints = typing.get_type_hints(Assignment)
+    assert hints["partitions"] == tuple[TopicPartition, ...]
+    built = Assignment([TopicPartition("t", 1)], bytearray(b"x"))
+    assert built.partitions == (TopicPartition("t", 1),) and built.user_data == b"x"
+    assert built == Assignment((TopicPartition("t", 1),), b"x")
+    assert dataclasses.replace(built, user_data=None).partitions == built.partitions
+    with pytest.raises(TypeError, match="sequence of TopicPartition"):
+        Assignment("t0")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_assignor_docstrings_document_the_backend_argument(cls: type) -> None:
+    doc = inspect.getdoc(cls) or ""
+    assert 'backend="rust"' in doc and 'backend="python"' in doc

@@ -15,21 +15,33 @@ from groupcoord.types import Assignment, Subscription
 
 
 class RangeAssignor(Assignor):
-    """Per topic, contiguous ranges over its subscribers; the first ``P % M`` get one more."""
+    """Per topic, contiguous ranges over its subscribers; the first ``P % M`` get one more.
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), same output.
+    """
 
     name: ClassVar[str] = "range"
     kind: ClassVar[str] = "range"
 
 
 class RoundRobinAssignor(Assignor):
-    """All partitions in (topic, partition) order dealt in turn to the members subscribed."""
+    """All partitions in (topic, partition) order dealt in turn to the members subscribed.
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), same output.
+    """
 
     name: ClassVar[str] = "roundrobin"
     kind: ClassVar[str] = "roundrobin"
 
 
 class StickyAssignor(Assignor):
-    """KIP-54: balanced, and moving as few previously owned partitions as possible (eager)."""
+    """KIP-54: balanced, and moving as few previously owned partitions as possible (eager).
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), the same algorithm step for step.
+    """
 
     name: ClassVar[str] = "sticky"
     kind: ClassVar[str] = "sticky"
@@ -38,6 +50,9 @@ class StickyAssignor(Assignor):
 
 class CooperativeStickyAssignor(Assignor):
     """KIP-429: the sticky target, minus partitions that must be revoked first.
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), the same algorithm step for step.
 
     ``scheduled_rebalance_max_delay_ms`` > 0 turns on KIP-415 delayed imbalance resolution
     (:mod:`groupcoord.assignors.delayed_imbalance`): the partitions of a departed static
