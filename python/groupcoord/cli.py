@@ -20,6 +20,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from groupcoord._version import __version__
 from groupcoord.assignors import (
     Assignor,
     CooperativeStickyAssignor,
@@ -43,6 +44,24 @@ app = typer.Typer(
 
 #: exit status for bad input, as for command-line usage errors
 EXIT_BAD_INPUT = 2
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"groupcoord {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Kafka consumer-group coordination: assignors with a Rust core."""
 
 
 class AssignorName(StrEnum):
