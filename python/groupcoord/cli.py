@@ -135,7 +135,10 @@ def parse_group(doc: object) -> tuple[dict[str, int], dict[str, Subscription]]:
         raise BadInput('"topics" must be an object of topic name to partition count')
     for topic, count in topics.items():
         if not _is_int(count) or not 0 <= count <= _INT32_MAX:
-            raise BadInput(f"topics.{topic}: partition count must be an int >= 0, got {count!r}")
+            raise BadInput(
+                f"topics.{topic}: partition count must be an int32 >= 0"
+                f" (0 to {_INT32_MAX}, Kafka's partition count type), got {count!r}"
+            )
     members = doc["members"]
     if not isinstance(members, dict):
         raise BadInput('"members" must be an object of member id to member')
@@ -168,7 +171,8 @@ def _parse_member(member: object, where: str) -> Subscription:
             or not 0 <= pair[1] <= _INT32_MAX
         ):
             raise BadInput(
-                f"{where}.owned_partitions[{i}]: expected [topic, partition >= 0], got {pair!r}"
+                f"{where}.owned_partitions[{i}]: expected [topic, partition] with partition"
+                f" an int32 >= 0 (0 to {_INT32_MAX}), got {pair!r}"
             )
         owned_partitions.append(TopicPartition(pair[0], pair[1]))
     generation = member.get("generation_id", -1)
