@@ -317,6 +317,13 @@ def parse_topic(spec: str) -> tuple[str, int]:
             f"{name}: partitions must be in [1, {_INT32_MAX}], got {partitions}",
             param_hint="--topic",
         )
+    # imported here: assign/bench do not load the server
+    from groupcoord.server.log import validate_topic_name
+
+    try:
+        validate_topic_name(name)
+    except GroupcoordError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--topic") from None
     return name, partitions
 
 
@@ -381,7 +388,7 @@ def serve(
     ] = None,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
-    from groupcoord.server import ServerConfig, run
+    from groupcoord.server import ServerConfig, StartupError, run
 
     if memory and data_dir is not None:
         _fail("--data-dir and --memory exclude each other")
@@ -404,7 +411,7 @@ def serve(
             max_frame_bytes=max_frame_bytes,
             event_log=None if event_log is None else str(event_log),
         )
-    except ValueError as exc:
+    except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))
     logging.basicConfig(
         level=log_level.value.upper(),
@@ -417,10 +424,14 @@ def serve(
 
     try:
         run(config, on_ready=ready)
+    except StartupError as exc:
+        _fail(str(exc))
     except OSError as exc:
-        _fail(f"cannot serve on {host}:{port}: {exc}")
+        # what is left is the listening socket: address in use, no such address, ...
+        _fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
     except (GroupcoordError, sqlite3.Error) as exc:
-        _fail(f"cannot open the data directory {directory}: {exc}")
+        where = "in memory" if memory else f"data directory {directory}"
+        _fail(f"cannot start ({where}): {exc}")
 
 
 SIMULATE_HELP = """\
