@@ -32,8 +32,8 @@ class Subscription:
 
     ``owned_partitions`` and ``generation_id`` (v1/v2) are what cooperative and
     sticky assignors use to keep partitions in place; ``generation_id`` -1 means
-    "unknown". Owned partitions are checked by the assignors (any ``(str, int)``
-    pair is accepted), so building a subscription stays O(members), not O(partitions).
+    "unknown". Owned partitions are checked by the assignors (each must be a
+    ``(str, int32)`` pair), so building a subscription stays O(members), not O(partitions).
     """
 
     topics: Sequence[str]
@@ -45,6 +45,12 @@ class Subscription:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "topics", _str_tuple(self.topics, "topics"))
+        if isinstance(self.owned_partitions, (str, bytes)):
+            # tuple("orders") would be six one-letter claims, as with topics above
+            raise TypeError(
+                "owned_partitions must be a sequence of TopicPartition, not a single"
+                f" {type(self.owned_partitions).__name__}"
+            )
         object.__setattr__(self, "owned_partitions", tuple(self.owned_partitions))
         if isinstance(self.generation_id, bool) or not isinstance(self.generation_id, int):
             raise TypeError("generation_id must be an int")

@@ -132,12 +132,14 @@ def test_bad_input_raises_a_typed_error(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("cls", [StickyAssignor, CooperativeStickyAssignor])
-@pytest.mark.parametrize("claim", [("t",), ("t", "0"), ("t", True), (0, 0), "t0"])
-def test_owned_partitions_must_be_str_int_pairs(cls: type, backend: str, claim: object) -> None:
-    # (range and round-robin never read owned partitions)
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize(
+    "claim", [("t",), ("t", "0"), ("t", True), (0, 0), "t0", ["t", 0], ("t", 2**31)]
+)
+def test_owned_partitions_must_be_str_int32_pairs(cls: type, backend: str, claim: object) -> None:
+    # range and round-robin do not use owned partitions, but refuse bad ones alike
     sub = Subscription(["t"], owned_partitions=[claim], generation_id=1)  # type: ignore[list-item]
-    with pytest.raises(InvalidAssignorInput, match=r"\(str, int\) pairs"):
+    with pytest.raises(InvalidAssignorInput, match=r"\(str, int32\) pairs"):
         cls(backend=backend).assign({"t": 1}, {"a": sub})
 
 
