@@ -28,6 +28,7 @@ from groupcoord.assignors import (
     RoundRobinAssignor,
     StickyAssignor,
 )
+from groupcoord.cli_help import PlainHelpCommand, choice, choice_metavar
 from groupcoord.config import CoordinatorConfig
 from groupcoord.errors import GroupcoordError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
@@ -40,6 +41,8 @@ app = typer.Typer(
     add_completion=False,
     # real bugs should show a plain traceback, not a page of local variables
     pretty_exceptions_enable=False,
+    # plain help, readable at 80 columns (see groupcoord.cli_help)
+    rich_markup_mode=None,
 )
 
 #: exit status for bad input, as for command-line usage errors
@@ -90,6 +93,7 @@ _MEMBER_KEYS = {"topics", "owned_partitions", "generation_id", "group_instance_i
 ASSIGN_INPUT_HELP = """\
 FILE is JSON ("-" reads stdin):
 
+\b
   {"topics": {"orders": 12},
    "members": {"m1": {"topics": ["orders"],
                       "owned_partitions": [["orders", 0]],
@@ -209,14 +213,34 @@ def _render_assignment(name: str, assignment: Mapping[str, list[list[object]]]) 
     return "\n".join(lines)
 
 
-@app.command(help="Assign partitions to a group described in JSON.\n\n" + ASSIGN_INPUT_HELP)
+@app.command(
+    cls=PlainHelpCommand,
+    help="Assign partitions to a group described in JSON.\n\n" + ASSIGN_INPUT_HELP,
+)
 def assign(
-    file: Annotated[str, typer.Argument(help='JSON file describing the group, or "-" for stdin')],
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help='JSON file describing the group, or "-" for stdin.',
+            show_default=False,
+        ),
+    ],
     assignor: Annotated[
-        AssignorName, typer.Option(help="The assignment strategy.")
+        AssignorName,
+        typer.Option(
+            parser=choice(AssignorName),
+            metavar=choice_metavar(AssignorName),
+            help="The assignment strategy.",
+        ),
     ] = AssignorName.range,
     backend: Annotated[
-        BackendName, typer.Option(help="rust (the core) or python (the reference).")
+        BackendName,
+        typer.Option(
+            parser=choice(BackendName),
+            metavar=choice_metavar(BackendName),
+            help="rust (the core) or python (the reference).",
+        ),
     ] = BackendName.rust,
 ) -> None:
     text = _read(file)
@@ -241,14 +265,16 @@ def assign(
 
 
 @app.command(
+    cls=PlainHelpCommand,
     help="Compare the assignors (Rust, the Python reference, kafka-python) and print the"
-    " Markdown table."
+    " Markdown table.",
 )
 def bench(
     sizes: Annotated[
         str,
         typer.Option(
-            help="quick (default, ~2 min), all (adds 2000x1M), smoke, or a comma-separated"
+            metavar="SIZES",
+            help="quick (~2 min), all (adds 2000x1M), smoke, or a comma-separated"
             " list of 100x1k, 100x1k-random, 500x10k, 500x10k-random, 1000x100k, 2000x1M.",
         ),
     ] = "quick",
@@ -260,15 +286,18 @@ def bench(
         ),
     ] = True,
     repeat: Annotated[
-        int, typer.Option(min=1, help="Runs per measurement (fewer for runs over a second).")
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Runs per measurement (fewer for runs over a second)."
+        ),
     ] = 5,
     peer_limit: Annotated[
         float | None,
         typer.Option(
             min=0.001,
-            help="Skip a peer run estimated to take longer than this many seconds"
-            " [default: 5 for quick, 60 otherwise].",
-            show_default=False,
+            metavar="SECONDS",
+            help="Skip a peer run estimated to take longer than this many seconds.",
+            show_default="5 for --sizes quick, 60 otherwise",
         ),
     ] = None,
 ) -> None:
@@ -328,20 +357,22 @@ def parse_topic(spec: str) -> tuple[str, int]:
 
 
 @app.command(
+    cls=PlainHelpCommand,
     help="Serve the Kafka protocol: consumer groups, offsets, topics; real clients connect."
-    " Prints 'groupcoord listening on HOST:PORT' when ready; SIGTERM/SIGINT stop it cleanly."
+    " Prints 'groupcoord listening on HOST:PORT' when ready; SIGTERM/SIGINT stop it cleanly.",
 )
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Port (0: any free port, printed).")
+        int,
+        typer.Option(min=0, max=65535, metavar="PORT", help="Port (0: any free port, printed)."),
     ] = 9092,
     data_dir: Annotated[
         Path | None,
         typer.Option(
-            help="Directory of the SQLite database (groupcoord.db, WAL)"
-            f" (default: {DEFAULT_DATA_DIR}).",
-            show_default=False,
+            metavar="DIR",
+            help="Directory of the SQLite database (groupcoord.db, WAL).",
+            show_default=DEFAULT_DATA_DIR,
         ),
     ] = None,
     memory: Annotated[
@@ -349,38 +380,55 @@ def serve(
     ] = False,
     topic: Annotated[
         list[str] | None,
-        typer.Option(help="Create topic NAME with PARTITIONS at start: NAME:PARTITIONS."),
+        typer.Option(
+            metavar="NAME:PARTITIONS",
+            help="Create topic NAME with PARTITIONS at start, or grow it to PARTITIONS"
+            " (repeatable, once per topic).",
+            show_default=False,
+        ),
     ] = None,
     auto_create_partitions: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Create unknown topics clients ask for, with N partitions (default: off)."
+            min=1,
+            metavar="N",
+            help="Create unknown topics clients ask for, with N partitions.",
+            show_default="off",
         ),
     ] = None,
     group_min_session_timeout_ms: Annotated[
-        int, typer.Option(min=0, help="Kafka's group.min.session.timeout.ms.")
+        int, typer.Option(min=0, metavar="MS", help="Kafka's group.min.session.timeout.ms.")
     ] = 6_000,
     group_max_session_timeout_ms: Annotated[
-        int, typer.Option(min=0, help="Kafka's group.max.session.timeout.ms.")
+        int, typer.Option(min=0, metavar="MS", help="Kafka's group.max.session.timeout.ms.")
     ] = 1_800_000,
     group_initial_rebalance_delay_ms: Annotated[
-        int, typer.Option(min=0, help="Kafka's group.initial.rebalance.delay.ms.")
+        int, typer.Option(min=0, metavar="MS", help="Kafka's group.initial.rebalance.delay.ms.")
     ] = 3_000,
     group_max_size: Annotated[
         int | None,
-        typer.Option(
-            min=1, help="Kafka's group.max.size (default: unbounded).", show_default=False
-        ),
+        typer.Option(min=1, metavar="N", help="Kafka's group.max.size.", show_default="unbounded"),
     ] = None,
     max_frame_bytes: Annotated[
-        int, typer.Option(min=1, help="Largest request frame accepted (socket.request.max.bytes).")
+        int,
+        typer.Option(
+            min=1,
+            metavar="BYTES",
+            help="Largest request frame accepted (socket.request.max.bytes).",
+        ),
     ] = DEFAULT_MAX_FRAME_BYTES,
-    log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = (
-        LogLevel.info
-    ),
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(
+            parser=choice(LogLevel),
+            metavar=choice_metavar(LogLevel),
+            help="Log level (logs go to stderr).",
+        ),
+    ] = LogLevel.info,
     event_log: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="Append one JSON line per group event (rebalance completed, member removed)"
             " to this file, for 'groupcoord analyze'.",
             show_default=False,
@@ -442,17 +490,26 @@ a short summary. The same file and seed give the same summary.json, byte for byt
 """
 
 
-@app.command(help=SIMULATE_HELP)
+@app.command(cls=PlainHelpCommand, help=SIMULATE_HELP)
 def simulate(
-    scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", show_default=False)],
+    scenario_file: Annotated[
+        Path,
+        typer.Argument(metavar="SCENARIO.toml", help="The scenario file.", show_default=False),
+    ],
     seed: Annotated[
         int | None,
         typer.Option(
-            min=0, help="Random seed (default: the scenario's seed, else 0).", show_default=False
+            min=0,
+            metavar="N",
+            help="Random seed.",
+            show_default="the scenario's seed, else 0",
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option(help="Directory for summary.json, events.parquet, rebalances.parquet.")
+        Path,
+        typer.Option(
+            metavar="DIR", help="Directory for summary.json, events.parquet, rebalances.parquet."
+        ),
     ] = Path("sim-out"),
     set_: Annotated[
         list[str] | None,
@@ -500,36 +557,43 @@ seed, one column per axis, every summary.json key, error, wall_s), OUT/rebalance
 OUT/events/ (partitioned by run_id), and the report OUT/report/index.html. Running it again with
 the same --out skips the runs already written (resume after Ctrl-C or a crash).
 
-GRID.toml: scenario = "base.toml" (relative to the grid), seeds = \\[1, 2], and an \\[axes] table
-of "dotted.key" = \\[values]. Needs the pipeline extra (pip install 'groupcoord\\[pipeline]') and
+GRID.toml: scenario = "base.toml" (relative to the grid), seeds = [1, 2], and an [axes] table
+of "dotted.key" = [values]. Needs the pipeline extra (pip install 'groupcoord[pipeline]') and
 Java 17+.
 """
 
 
-@app.command(help=SWEEP_HELP)
+@app.command(cls=PlainHelpCommand, help=SWEEP_HELP)
 def sweep(
-    grid_file: Annotated[Path, typer.Argument(metavar="GRID.toml", show_default=False)],
+    grid_file: Annotated[
+        Path, typer.Argument(metavar="GRID.toml", help="The grid file.", show_default=False)
+    ],
     out: Annotated[
-        Path, typer.Option(help="Directory of the datasets and the report (resumed if it exists).")
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="Directory of the datasets and the report (resumed if it exists).",
+            show_default=False,
+        ),
     ],
     master: Annotated[
         str | None,
         typer.Option(
-            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+            metavar="URL",
+            help="Spark master URL.",
+            show_default="$SPARK_MASTER, else local[*]",
         ),
     ] = None,
     parallelism: Annotated[
         int | None,
-        typer.Option(
-            min=1, help="Runs at once (default: the cores Spark has).", show_default=False
-        ),
+        typer.Option(min=1, metavar="N", help="Runs at once.", show_default="the cores Spark has"),
     ] = None,
     heatmap_axes: Annotated[
         str | None,
         typer.Option(
             metavar="A,B",
-            help="The report's heatmap axes (default: the two axes with the most values).",
-            show_default=False,
+            help="The report's heatmap axes.",
+            show_default="the two axes with the most values",
         ),
     ] = None,
     progress: Annotated[
@@ -590,21 +654,39 @@ and sampled, never fatal.
 """
 
 
-@app.command(help=ANALYZE_HELP)
+@app.command(cls=PlainHelpCommand, help=ANALYZE_HELP)
 def analyze(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False)],
-    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("analyze-out"),
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH...",
+            help="Broker logs, --event-log files or simulator output directories.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[Path, typer.Option(metavar="DIR", help="Output directory.")] = Path(
+        "analyze-out"
+    ),
     master: Annotated[
         str | None,
         typer.Option(
-            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+            metavar="URL",
+            help="Spark master URL.",
+            show_default="$SPARK_MASTER, else local[*]",
         ),
     ] = None,
     storm_count: Annotated[
-        int, typer.Option(min=2, help="A storm: at least this many rebalances of one group...")
+        int,
+        typer.Option(
+            min=2, metavar="N", help="A storm: at least this many rebalances of one group..."
+        ),
     ] = 5,
-    storm_window_s: Annotated[int, typer.Option(min=1, help="...within this many seconds.")] = 600,
-    top: Annotated[int, typer.Option(min=1, help="Rows of the report's top-N tables.")] = 20,
+    storm_window_s: Annotated[
+        int, typer.Option(min=1, metavar="SECONDS", help="...within this many seconds.")
+    ] = 600,
+    top: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Rows of the report's top-N tables.")
+    ] = 20,
 ) -> None:
     from groupcoord.pipeline.session import PipelineError
 
