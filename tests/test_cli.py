@@ -187,6 +187,9 @@ def test_bench_prints_a_markdown_table() -> None:
         [phase, assignor] for phase in gb.PHASES for assignor in gb.ASSIGNORS
     ]
     assert "bench took" in result.stderr
+    assert lines[-1] == (
+        "Reproduce with: groupcoord bench --sizes 100x1k --repeat 1 --peer-limit 60 --no-peers"
+    )
 
 
 def test_bench_rejects_unknown_sizes() -> None:

@@ -317,6 +317,12 @@ def bench(
         progress=lambda line: typer.echo(line, err=True),
     )
     typer.echo(render_markdown(rows, peers=peers), nl=False)
+    limit = default_limit if peer_limit is None else peer_limit
+    # the exact command, so a table pasted elsewhere says how to measure it again
+    typer.echo(
+        f"\nReproduce with: groupcoord bench --sizes {sizes} --repeat {repeat}"
+        f" --peer-limit {limit:g}{'' if peers else ' --no-peers'}"
+    )
     typer.echo(f"bench took {time.perf_counter() - started:.0f} s", err=True)
 
 

@@ -1,4 +1,5 @@
-"""The data model shared by assignors, codecs and the coordinator (DESIGN.md, "Data model")."""
+"""The data model shared by assignors, codecs and the coordinator (docs/architecture.md,
+"Data model and API contract")."""
 
 from __future__ import annotations
 

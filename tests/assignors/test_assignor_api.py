@@ -1,4 +1,5 @@
-"""The public contract of the assignor classes (DESIGN.md, "Data model and API contract")."""
+"""The public contract of the assignor classes (docs/architecture.md, "Data model and API
+contract")."""
 
 from __future__ import annotations
 

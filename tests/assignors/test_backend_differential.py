@@ -1,9 +1,9 @@
 """The Rust core and the pure-Python reference give identical output, for every assignor,
 and refuse the same wrong input (wrong types, not only wrong values) with the same error.
 
-(DESIGN.md asks identical output only for range and round-robin; the sticky and
-cooperative implementations are the same algorithm step for step, so the test
-holds them to identical output too.)
+(The sticky and cooperative implementations are the same algorithm step for step, so the
+test holds them to identical output too, not only range and round-robin;
+docs/architecture.md, "Data model and API contract".)
 """
 
 from __future__ import annotations
