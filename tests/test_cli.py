@@ -111,6 +111,17 @@ def test_assign_reads_stdin_and_defaults_to_range() -> None:
         ('{"topics": {"t": -1}, "members": {}}', "topics.t: partition count"),
         ('{"topics": {"t": true}, "members": {}}', "topics.t: partition count"),
         ('{"topics": {"t": 2.5}, "members": {}}', "topics.t: partition count"),
+        (
+            '{"topics": {"t": 2147483648}, "members": {}}',
+            "topics.t: partition count must be an int32 >= 0 (0 to 2147483647",
+        ),
+        (
+            {
+                "topics": {"t": 1},
+                "members": {"m": {"topics": ["t"], "owned_partitions": [["t", 2**31]]}},
+            },
+            "members.m.owned_partitions[0]: expected [topic, partition] with partition an int32",
+        ),
         ('{"topics": {"t": 1}, "members": []}', '"members" must be an object'),
         ('{"topics": {"t": 1}, "members": {"m": 1}}', "members.m: must be an object"),
         ('{"topics": {"t": 1}, "members": {"m": {}}}', 'members.m: missing "topics"'),
@@ -176,6 +187,9 @@ def test_bench_prints_a_markdown_table() -> None:
         [phase, assignor] for phase in gb.PHASES for assignor in gb.ASSIGNORS
     ]
     assert "bench took" in result.stderr
+    assert lines[-1] == (
+        "Reproduce with: groupcoord bench --sizes 100x1k --repeat 1 --peer-limit 60 --no-peers"
+    )
 
 
 def test_bench_rejects_unknown_sizes() -> None:

@@ -1,6 +1,7 @@
 """groupcoord: Kafka consumer-group coordination for Python, with its hot path in Rust."""
 
 from groupcoord._core import JOIN, SESSION, SYNC, Expired, MemberExpiry, TimerWheel
+from groupcoord._version import __version__
 from groupcoord.assignors import (
     Assignor,
     CooperativeStickyAssignor,
@@ -27,4 +28,5 @@ __all__ = [
     "Subscription",
     "TimerWheel",
     "TopicPartition",
+    "__version__",
 ]

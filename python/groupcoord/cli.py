@@ -20,6 +20,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from groupcoord._version import __version__
 from groupcoord.assignors import (
     Assignor,
     CooperativeStickyAssignor,
@@ -27,6 +28,7 @@ from groupcoord.assignors import (
     RoundRobinAssignor,
     StickyAssignor,
 )
+from groupcoord.cli_help import PlainHelpCommand, choice, choice_metavar
 from groupcoord.config import CoordinatorConfig
 from groupcoord.errors import GroupcoordError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
@@ -39,10 +41,30 @@ app = typer.Typer(
     add_completion=False,
     # real bugs should show a plain traceback, not a page of local variables
     pretty_exceptions_enable=False,
+    # plain help, readable at 80 columns (see groupcoord.cli_help)
+    rich_markup_mode=None,
 )
 
 #: exit status for bad input, as for command-line usage errors
 EXIT_BAD_INPUT = 2
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"groupcoord {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Kafka consumer-group coordination: assignors with a Rust core."""
 
 
 class AssignorName(StrEnum):
@@ -71,6 +93,7 @@ _MEMBER_KEYS = {"topics", "owned_partitions", "generation_id", "group_instance_i
 ASSIGN_INPUT_HELP = """\
 FILE is JSON ("-" reads stdin):
 
+\b
   {"topics": {"orders": 12},
    "members": {"m1": {"topics": ["orders"],
                       "owned_partitions": [["orders", 0]],
@@ -116,7 +139,10 @@ def parse_group(doc: object) -> tuple[dict[str, int], dict[str, Subscription]]:
         raise BadInput('"topics" must be an object of topic name to partition count')
     for topic, count in topics.items():
         if not _is_int(count) or not 0 <= count <= _INT32_MAX:
-            raise BadInput(f"topics.{topic}: partition count must be an int >= 0, got {count!r}")
+            raise BadInput(
+                f"topics.{topic}: partition count must be an int32 >= 0"
+                f" (0 to {_INT32_MAX}, Kafka's partition count type), got {count!r}"
+            )
     members = doc["members"]
     if not isinstance(members, dict):
         raise BadInput('"members" must be an object of member id to member')
@@ -149,7 +175,8 @@ def _parse_member(member: object, where: str) -> Subscription:
             or not 0 <= pair[1] <= _INT32_MAX
         ):
             raise BadInput(
-                f"{where}.owned_partitions[{i}]: expected [topic, partition >= 0], got {pair!r}"
+                f"{where}.owned_partitions[{i}]: expected [topic, partition] with partition"
+                f" an int32 >= 0 (0 to {_INT32_MAX}), got {pair!r}"
             )
         owned_partitions.append(TopicPartition(pair[0], pair[1]))
     generation = member.get("generation_id", -1)
@@ -186,14 +213,34 @@ def _render_assignment(name: str, assignment: Mapping[str, list[list[object]]]) 
     return "\n".join(lines)
 
 
-@app.command(help="Assign partitions to a group described in JSON.\n\n" + ASSIGN_INPUT_HELP)
+@app.command(
+    cls=PlainHelpCommand,
+    help="Assign partitions to a group described in JSON.\n\n" + ASSIGN_INPUT_HELP,
+)
 def assign(
-    file: Annotated[str, typer.Argument(help='JSON file describing the group, or "-" for stdin')],
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help='JSON file describing the group, or "-" for stdin.',
+            show_default=False,
+        ),
+    ],
     assignor: Annotated[
-        AssignorName, typer.Option(help="The assignment strategy.")
+        AssignorName,
+        typer.Option(
+            parser=choice(AssignorName),
+            metavar=choice_metavar(AssignorName),
+            help="The assignment strategy.",
+        ),
     ] = AssignorName.range,
     backend: Annotated[
-        BackendName, typer.Option(help="rust (the core) or python (the reference).")
+        BackendName,
+        typer.Option(
+            parser=choice(BackendName),
+            metavar=choice_metavar(BackendName),
+            help="rust (the core) or python (the reference).",
+        ),
     ] = BackendName.rust,
 ) -> None:
     text = _read(file)
@@ -218,14 +265,16 @@ def assign(
 
 
 @app.command(
+    cls=PlainHelpCommand,
     help="Compare the assignors (Rust, the Python reference, kafka-python) and print the"
-    " Markdown table."
+    " Markdown table.",
 )
 def bench(
     sizes: Annotated[
         str,
         typer.Option(
-            help="quick (default, ~2 min), all (adds 2000x1M), smoke, or a comma-separated"
+            metavar="SIZES",
+            help="quick (~2 min), all (adds 2000x1M), smoke, or a comma-separated"
             " list of 100x1k, 100x1k-random, 500x10k, 500x10k-random, 1000x100k, 2000x1M.",
         ),
     ] = "quick",
@@ -237,15 +286,18 @@ def bench(
         ),
     ] = True,
     repeat: Annotated[
-        int, typer.Option(min=1, help="Runs per measurement (fewer for runs over a second).")
+        int,
+        typer.Option(
+            min=1, metavar="N", help="Runs per measurement (fewer for runs over a second)."
+        ),
     ] = 5,
     peer_limit: Annotated[
         float | None,
         typer.Option(
             min=0.001,
-            help="Skip a peer run estimated to take longer than this many seconds"
-            " [default: 5 for quick, 60 otherwise].",
-            show_default=False,
+            metavar="SECONDS",
+            help="Skip a peer run estimated to take longer than this many seconds.",
+            show_default="5 for --sizes quick, 60 otherwise",
         ),
     ] = None,
 ) -> None:
@@ -265,6 +317,12 @@ def bench(
         progress=lambda line: typer.echo(line, err=True),
     )
     typer.echo(render_markdown(rows, peers=peers), nl=False)
+    limit = default_limit if peer_limit is None else peer_limit
+    # the exact command, so a table pasted elsewhere says how to measure it again
+    typer.echo(
+        f"\nReproduce with: groupcoord bench --sizes {sizes} --repeat {repeat}"
+        f" --peer-limit {limit:g}{'' if peers else ' --no-peers'}"
+    )
     typer.echo(f"bench took {time.perf_counter() - started:.0f} s", err=True)
 
 
@@ -294,24 +352,33 @@ def parse_topic(spec: str) -> tuple[str, int]:
             f"{name}: partitions must be in [1, {_INT32_MAX}], got {partitions}",
             param_hint="--topic",
         )
+    # imported here: assign/bench do not load the server
+    from groupcoord.server.log import validate_topic_name
+
+    try:
+        validate_topic_name(name)
+    except GroupcoordError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--topic") from None
     return name, partitions
 
 
 @app.command(
+    cls=PlainHelpCommand,
     help="Serve the Kafka protocol: consumer groups, offsets, topics; real clients connect."
-    " Prints 'groupcoord listening on HOST:PORT' when ready; SIGTERM/SIGINT stop it cleanly."
+    " Prints 'groupcoord listening on HOST:PORT' when ready; SIGTERM/SIGINT stop it cleanly.",
 )
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Port (0: any free port, printed).")
+        int,
+        typer.Option(min=0, max=65535, metavar="PORT", help="Port (0: any free port, printed)."),
     ] = 9092,
     data_dir: Annotated[
         Path | None,
         typer.Option(
-            help="Directory of the SQLite database (groupcoord.db, WAL)"
-            f" (default: {DEFAULT_DATA_DIR}).",
-            show_default=False,
+            metavar="DIR",
+            help="Directory of the SQLite database (groupcoord.db, WAL).",
+            show_default=DEFAULT_DATA_DIR,
         ),
     ] = None,
     memory: Annotated[
@@ -319,38 +386,55 @@ def serve(
     ] = False,
     topic: Annotated[
         list[str] | None,
-        typer.Option(help="Create topic NAME with PARTITIONS at start: NAME:PARTITIONS."),
+        typer.Option(
+            metavar="NAME:PARTITIONS",
+            help="Create topic NAME with PARTITIONS at start, or grow it to PARTITIONS"
+            " (repeatable, once per topic).",
+            show_default=False,
+        ),
     ] = None,
     auto_create_partitions: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Create unknown topics clients ask for, with N partitions (default: off)."
+            min=1,
+            metavar="N",
+            help="Create unknown topics clients ask for, with N partitions.",
+            show_default="off",
         ),
     ] = None,
     group_min_session_timeout_ms: Annotated[
-        int, typer.Option(min=0, help="Kafka's group.min.session.timeout.ms.")
+        int, typer.Option(min=0, metavar="MS", help="Kafka's group.min.session.timeout.ms.")
     ] = 6_000,
     group_max_session_timeout_ms: Annotated[
-        int, typer.Option(min=0, help="Kafka's group.max.session.timeout.ms.")
+        int, typer.Option(min=0, metavar="MS", help="Kafka's group.max.session.timeout.ms.")
     ] = 1_800_000,
     group_initial_rebalance_delay_ms: Annotated[
-        int, typer.Option(min=0, help="Kafka's group.initial.rebalance.delay.ms.")
+        int, typer.Option(min=0, metavar="MS", help="Kafka's group.initial.rebalance.delay.ms.")
     ] = 3_000,
     group_max_size: Annotated[
         int | None,
-        typer.Option(
-            min=1, help="Kafka's group.max.size (default: unbounded).", show_default=False
-        ),
+        typer.Option(min=1, metavar="N", help="Kafka's group.max.size.", show_default="unbounded"),
     ] = None,
     max_frame_bytes: Annotated[
-        int, typer.Option(min=1, help="Largest request frame accepted (socket.request.max.bytes).")
+        int,
+        typer.Option(
+            min=1,
+            metavar="BYTES",
+            help="Largest request frame accepted (socket.request.max.bytes).",
+        ),
     ] = DEFAULT_MAX_FRAME_BYTES,
-    log_level: Annotated[LogLevel, typer.Option(help="Log level (logs go to stderr).")] = (
-        LogLevel.info
-    ),
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(
+            parser=choice(LogLevel),
+            metavar=choice_metavar(LogLevel),
+            help="Log level (logs go to stderr).",
+        ),
+    ] = LogLevel.info,
     event_log: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="Append one JSON line per group event (rebalance completed, member removed)"
             " to this file, for 'groupcoord analyze'.",
             show_default=False,
@@ -358,7 +442,7 @@ def serve(
     ] = None,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
-    from groupcoord.server import ServerConfig, run
+    from groupcoord.server import ServerConfig, StartupError, run
 
     if memory and data_dir is not None:
         _fail("--data-dir and --memory exclude each other")
@@ -381,7 +465,7 @@ def serve(
             max_frame_bytes=max_frame_bytes,
             event_log=None if event_log is None else str(event_log),
         )
-    except ValueError as exc:
+    except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))
     logging.basicConfig(
         level=log_level.value.upper(),
@@ -394,10 +478,14 @@ def serve(
 
     try:
         run(config, on_ready=ready)
+    except StartupError as exc:
+        _fail(str(exc))
     except OSError as exc:
-        _fail(f"cannot serve on {host}:{port}: {exc}")
+        # what is left is the listening socket: address in use, no such address, ...
+        _fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
     except (GroupcoordError, sqlite3.Error) as exc:
-        _fail(f"cannot open the data directory {directory}: {exc}")
+        where = "in memory" if memory else f"data directory {directory}"
+        _fail(f"cannot start ({where}): {exc}")
 
 
 SIMULATE_HELP = """\
@@ -408,17 +496,26 @@ a short summary. The same file and seed give the same summary.json, byte for byt
 """
 
 
-@app.command(help=SIMULATE_HELP)
+@app.command(cls=PlainHelpCommand, help=SIMULATE_HELP)
 def simulate(
-    scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", show_default=False)],
+    scenario_file: Annotated[
+        Path,
+        typer.Argument(metavar="SCENARIO.toml", help="The scenario file.", show_default=False),
+    ],
     seed: Annotated[
         int | None,
         typer.Option(
-            min=0, help="Random seed (default: the scenario's seed, else 0).", show_default=False
+            min=0,
+            metavar="N",
+            help="Random seed.",
+            show_default="the scenario's seed, else 0",
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option(help="Directory for summary.json, events.parquet, rebalances.parquet.")
+        Path,
+        typer.Option(
+            metavar="DIR", help="Directory for summary.json, events.parquet, rebalances.parquet."
+        ),
     ] = Path("sim-out"),
     set_: Annotated[
         list[str] | None,
@@ -466,36 +563,43 @@ seed, one column per axis, every summary.json key, error, wall_s), OUT/rebalance
 OUT/events/ (partitioned by run_id), and the report OUT/report/index.html. Running it again with
 the same --out skips the runs already written (resume after Ctrl-C or a crash).
 
-GRID.toml: scenario = "base.toml" (relative to the grid), seeds = \\[1, 2], and an \\[axes] table
-of "dotted.key" = \\[values]. Needs the pipeline extra (pip install 'groupcoord\\[pipeline]') and
+GRID.toml: scenario = "base.toml" (relative to the grid), seeds = [1, 2], and an [axes] table
+of "dotted.key" = [values]. Needs the pipeline extra (pip install 'groupcoord[pipeline]') and
 Java 17+.
 """
 
 
-@app.command(help=SWEEP_HELP)
+@app.command(cls=PlainHelpCommand, help=SWEEP_HELP)
 def sweep(
-    grid_file: Annotated[Path, typer.Argument(metavar="GRID.toml", show_default=False)],
+    grid_file: Annotated[
+        Path, typer.Argument(metavar="GRID.toml", help="The grid file.", show_default=False)
+    ],
     out: Annotated[
-        Path, typer.Option(help="Directory of the datasets and the report (resumed if it exists).")
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="Directory of the datasets and the report (resumed if it exists).",
+            show_default=False,
+        ),
     ],
     master: Annotated[
         str | None,
         typer.Option(
-            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+            metavar="URL",
+            help="Spark master URL.",
+            show_default="$SPARK_MASTER, else local[*]",
         ),
     ] = None,
     parallelism: Annotated[
         int | None,
-        typer.Option(
-            min=1, help="Runs at once (default: the cores Spark has).", show_default=False
-        ),
+        typer.Option(min=1, metavar="N", help="Runs at once.", show_default="the cores Spark has"),
     ] = None,
     heatmap_axes: Annotated[
         str | None,
         typer.Option(
             metavar="A,B",
-            help="The report's heatmap axes (default: the two axes with the most values).",
-            show_default=False,
+            help="The report's heatmap axes.",
+            show_default="the two axes with the most values",
         ),
     ] = None,
     progress: Annotated[
@@ -556,21 +660,39 @@ and sampled, never fatal.
 """
 
 
-@app.command(help=ANALYZE_HELP)
+@app.command(cls=PlainHelpCommand, help=ANALYZE_HELP)
 def analyze(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH...", show_default=False)],
-    out: Annotated[Path, typer.Option(help="Output directory.")] = Path("analyze-out"),
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH...",
+            help="Broker logs, --event-log files or simulator output directories.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[Path, typer.Option(metavar="DIR", help="Output directory.")] = Path(
+        "analyze-out"
+    ),
     master: Annotated[
         str | None,
         typer.Option(
-            help="Spark master URL (default: $SPARK_MASTER, else local[*]).", show_default=False
+            metavar="URL",
+            help="Spark master URL.",
+            show_default="$SPARK_MASTER, else local[*]",
         ),
     ] = None,
     storm_count: Annotated[
-        int, typer.Option(min=2, help="A storm: at least this many rebalances of one group...")
+        int,
+        typer.Option(
+            min=2, metavar="N", help="A storm: at least this many rebalances of one group..."
+        ),
     ] = 5,
-    storm_window_s: Annotated[int, typer.Option(min=1, help="...within this many seconds.")] = 600,
-    top: Annotated[int, typer.Option(min=1, help="Rows of the report's top-N tables.")] = 20,
+    storm_window_s: Annotated[
+        int, typer.Option(min=1, metavar="SECONDS", help="...within this many seconds.")
+    ] = 600,
+    top: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Rows of the report's top-N tables.")
+    ] = 20,
 ) -> None:
     from groupcoord.pipeline.session import PipelineError
 

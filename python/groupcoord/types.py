@@ -1,4 +1,5 @@
-"""The data model shared by assignors, codecs and the coordinator (DESIGN.md, "Data model")."""
+"""The data model shared by assignors, codecs and the coordinator (docs/architecture.md,
+"Data model and API contract")."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ class Subscription:
 
     ``owned_partitions`` and ``generation_id`` (v1/v2) are what cooperative and
     sticky assignors use to keep partitions in place; ``generation_id`` -1 means
-    "unknown". Owned partitions are checked by the assignors (any ``(str, int)``
-    pair is accepted), so building a subscription stays O(members), not O(partitions).
+    "unknown". Owned partitions are checked by the assignors (each must be a
+    ``(str, int32)`` pair), so building a subscription stays O(members), not O(partitions).
     """
 
     topics: Sequence[str]
@@ -45,6 +46,12 @@ class Subscription:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "topics", _str_tuple(self.topics, "topics"))
+        if isinstance(self.owned_partitions, (str, bytes)):
+            # tuple("orders") would be six one-letter claims, as with topics above
+            raise TypeError(
+                "owned_partitions must be a sequence of TopicPartition, not a single"
+                f" {type(self.owned_partitions).__name__}"
+            )
         object.__setattr__(self, "owned_partitions", tuple(self.owned_partitions))
         if isinstance(self.generation_id, bool) or not isinstance(self.generation_id, int):
             raise TypeError("generation_id must be an int")
@@ -60,18 +67,28 @@ class Subscription:
             object.__setattr__(self, "user_data", bytes(self.user_data))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Assignment:
-    """What a member receives in SyncGroup (ConsumerProtocolAssignment v0-v3)."""
+    """What a member receives in SyncGroup (ConsumerProtocolAssignment v0-v3).
 
-    partitions: Sequence[TopicPartition]
-    user_data: bytes | None = None
+    Built from any sequence of partitions; ``partitions`` is always a tuple, so equal
+    assignments compare equal whatever the caller passed, and callers type-checked with
+    ``mypy --strict`` can rely on tuple operations (the field type says so).
+    """
 
-    def __post_init__(self) -> None:
-        if isinstance(self.partitions, (str, bytes)):
+    partitions: tuple[TopicPartition, ...]
+    user_data: bytes | None
+
+    def __init__(
+        self, partitions: Sequence[TopicPartition], user_data: bytes | None = None
+    ) -> None:
+        if isinstance(partitions, (str, bytes)):
             raise TypeError("partitions must be a sequence of TopicPartition")
-        # Always a tuple, so equal assignments compare equal whatever the caller passed.
-        if type(self.partitions) is not tuple:
-            object.__setattr__(self, "partitions", tuple(self.partitions))
-        if self.user_data is not None and not isinstance(self.user_data, (bytes, bytearray)):
+        if isinstance(user_data, bytearray):
+            user_data = bytes(user_data)
+        if user_data is not None and not isinstance(user_data, bytes):
             raise TypeError("user_data must be bytes or None")
+        object.__setattr__(
+            self, "partitions", partitions if type(partitions) is tuple else tuple(partitions)
+        )
+        object.__setattr__(self, "user_data", user_data)

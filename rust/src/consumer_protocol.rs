@@ -64,7 +64,7 @@ pub struct I32Array<'a> {
 impl<'a> I32Array<'a> {
     /// The view of `raw`, or `None` if its length is not a multiple of 4.
     pub fn from_bytes(raw: &'a [u8]) -> Option<Self> {
-        (raw.len() % 4 == 0).then_some(I32Array { raw })
+        raw.len().is_multiple_of(4).then_some(I32Array { raw })
     }
 
     /// Number of elements.

@@ -140,3 +140,114 @@ def groups(
             topics, owned_partitions=owned, generation_id=generation
         )
     return Group(ppt, subscriptions)
+
+
+# ----------------------------------------------------------------------------- wrong input
+# Inputs of the wrong type or shape, mixed with valid ones, for the Rust-vs-reference
+# differential test of what the assignors refuse. Valid partition counts stay small, so an
+# input that passes every check is still quick to assign.
+
+_TOPICS = ["a", "b", "ghost"]
+
+
+def _mostly(
+    valid: st.SearchStrategy[object], wrong: st.SearchStrategy[object]
+) -> st.SearchStrategy[object]:
+    """``valid`` 7 times in 8: one wrong piece per input finds more than many at once."""
+    # hypothesis favours small integers, so the rare branch is the largest
+    return st.integers(0, 7).flatmap(lambda i: wrong if i == 7 else valid)
+
+
+#: values of any type an assignor must not take for a count, a partition or an id
+_wrong_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.text(max_size=2),
+    st.binary(max_size=2),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+_hashable_wrong = st.one_of(
+    st.none(), st.integers(-3, 3), st.binary(max_size=2), st.tuples(st.text(max_size=1))
+)
+_owned_items = _mostly(
+    st.one_of(
+        st.tuples(st.sampled_from(_TOPICS), st.integers(-2, 5)),  # some out of range: ignored
+        st.builds(TopicPartition, st.sampled_from(_TOPICS), st.integers(0, 5)),
+    ),
+    st.one_of(
+        st.tuples(st.sampled_from(_TOPICS), _wrong_scalars),
+        st.tuples(_wrong_scalars, st.integers(0, 3)),
+        st.text(max_size=4),  # "orders-0"
+        st.lists(st.one_of(st.sampled_from(_TOPICS), st.integers(0, 3)), max_size=3),
+        st.tuples(st.sampled_from(_TOPICS), st.integers(0, 3), st.integers(0, 3)),
+        _wrong_scalars,
+    ),
+)
+_subscription_values = _mostly(
+    st.builds(
+        Subscription,
+        st.lists(st.sampled_from(_TOPICS), max_size=3),
+        owned_partitions=st.lists(_owned_items, max_size=3),
+        generation_id=st.integers(-1, 4),
+    ),
+    st.one_of(
+        st.lists(st.sampled_from(_TOPICS), max_size=2),  # a bare topic list
+        st.dictionaries(st.just("topics"), st.lists(st.sampled_from(_TOPICS), max_size=2)),
+        _wrong_scalars,
+    ),
+)
+_member_ids = _mostly(st.sampled_from(["m1", "m2", "m3"]), st.one_of(st.just(""), _hashable_wrong))
+_counts = _mostly(st.integers(0, 5), st.one_of(st.integers(-3, -1), st.just(2**31), _wrong_scalars))
+
+
+def _or_not_a_mapping(
+    mapping: st.SearchStrategy[object], items: st.SearchStrategy[tuple[object, object]]
+) -> st.SearchStrategy[object]:
+    wrong = st.one_of(
+        st.lists(items, max_size=2), st.none(), st.integers(0, 3), st.text(max_size=2)
+    )
+    return _mostly(mapping, wrong)
+
+
+def wrong_partitions_per_topic() -> st.SearchStrategy[object]:
+    keys = _mostly(st.sampled_from(["a", "b"]), _hashable_wrong)
+    return _or_not_a_mapping(
+        st.dictionaries(keys, _counts, max_size=3),
+        st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 5)),
+    )
+
+
+def wrong_subscriptions() -> st.SearchStrategy[object]:
+    """Member id -> Subscription mappings with wrong ids, values and owned partitions."""
+    return _or_not_a_mapping(
+        st.dictionaries(_member_ids, _subscription_values, max_size=4),
+        st.tuples(_member_ids, _subscription_values),
+    )
+
+
+def wrong_encoded_subscriptions() -> st.SearchStrategy[object]:
+    """Member id -> subscription bytes, with wrong ids and values (and garbage bytes)."""
+    from groupcoord.protocol import encode_subscription
+
+    encoded = st.builds(
+        encode_subscription,
+        st.builds(Subscription, st.lists(st.sampled_from(_TOPICS), max_size=3)),
+        st.integers(0, 3),
+    )
+    values = _mostly(encoded, st.one_of(st.binary(max_size=6), _subscription_values))
+    return _or_not_a_mapping(
+        st.dictionaries(_member_ids, values, max_size=4), st.tuples(_member_ids, values)
+    )
+
+
+def wrong_group_instance_ids() -> st.SearchStrategy[object]:
+    instances = _mostly(st.one_of(st.none(), st.sampled_from(["i1", "i2"])), _wrong_scalars)
+    return st.one_of(
+        st.none(),
+        _or_not_a_mapping(
+            st.dictionaries(st.sampled_from(["m1", "m2", "m3"]), instances, max_size=3),
+            st.tuples(st.sampled_from(["m1", "m2"]), st.sampled_from(["i1", "i2"])),
+        ),
+    )

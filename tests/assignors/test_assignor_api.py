@@ -1,8 +1,12 @@
-"""The public contract of the assignor classes (DESIGN.md, "Data model and API contract")."""
+"""The public contract of the assignor classes (docs/architecture.md, "Data model and API
+contract")."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
+import typing
 
 import pytest
 
@@ -129,12 +133,14 @@ def test_bad_input_raises_a_typed_error(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("cls", [StickyAssignor, CooperativeStickyAssignor])
-@pytest.mark.parametrize("claim", [("t",), ("t", "0"), ("t", True), (0, 0), "t0"])
-def test_owned_partitions_must_be_str_int_pairs(cls: type, backend: str, claim: object) -> None:
-    # (range and round-robin never read owned partitions)
+@pytest.mark.parametrize("cls", ALL)
+@pytest.mark.parametrize(
+    "claim", [("t",), ("t", "0"), ("t", True), (0, 0), "t0", ["t", 0], ("t", 2**31)]
+)
+def test_owned_partitions_must_be_str_int32_pairs(cls: type, backend: str, claim: object) -> None:
+    # range and round-robin do not use owned partitions, but refuse bad ones alike
     sub = Subscription(["t"], owned_partitions=[claim], generation_id=1)  # type: ignore[list-item]
-    with pytest.raises(InvalidAssignorInput, match=r"\(str, int\) pairs"):
+    with pytest.raises(InvalidAssignorInput, match=r"\(str, int32\) pairs"):
         cls(backend=backend).assign({"t": 1}, {"a": sub})
 
 
@@ -255,3 +261,21 @@ def test_assign_encoded_uses_group_instance_ids_for_range_order(backend: str) ->
 def test_assign_encoded_rejects_garbage_with_invalid_payload(backend: str, payload: bytes) -> None:
     with pytest.raises(InvalidPayload, match=r"[\"']m[\"']"):
         StickyAssignor(backend=backend).assign_encoded({"t": 1}, {"m": payload})
+
+
+def test_assignment_partitions_is_typed_and_built_as_a_tuple() -> None:
+    # mypy --strict users read the field's declared type: it must say tuple, as the value is
+    hints = typing.get_type_hints(Assignment)
+    assert hints["partitions"] == tuple[TopicPartition, ...]
+    built = Assignment([TopicPartition("t", 1)], bytearray(b"x"))
+    assert built.partitions == (TopicPartition("t", 1),) and built.user_data == b"x"
+    assert built == Assignment((TopicPartition("t", 1),), b"x")
+    assert dataclasses.replace(built, user_data=None).partitions == built.partitions
+    with pytest.raises(TypeError, match="sequence of TopicPartition"):
+        Assignment("t0")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_assignor_docstrings_document_the_backend_argument(cls: type) -> None:
+    doc = inspect.getdoc(cls) or ""
+    assert 'backend="rust"' in doc and 'backend="python"' in doc

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from runner_helpers import ALL, TOPIC, Ledger, Poller, balanced
 
 from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
@@ -89,3 +92,18 @@ def test_a_subscribed_topic_created_later_is_assigned_after_a_metadata_refresh(
     assert a.error is None and b.error is None
     a.close()
     b.close()
+
+
+def test_a_subscribed_topic_that_does_not_exist_is_warned_about_once(
+    make_member: Callable[..., GroupMember], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="groupcoord.member"):
+        a = Poller(make_member(topics=[TOPIC, "ghost"], metadata_max_age_ms=200))
+        wait_until(lambda: a.assignment == ALL, 10, "a owns the partitions of t")
+        time.sleep(1.0)  # several metadata refreshes, all without "ghost"
+        a.close()
+    warnings = [r.getMessage() for r in caplog.records if "ghost" in r.getMessage()]
+    assert warnings == [
+        "group g: topic ghost is not available (UNKNOWN_TOPIC_OR_PARTITION in Metadata):"
+        " none of its partitions can be assigned until it exists"
+    ]

@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import io
 import itertools
+import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -192,6 +193,20 @@ def test_metadata_unknown_topics_and_auto_creation(v: int) -> None:
         r = metadata(auto, v, ["notwanted"], allow_auto=False)
         assert r.topics[0].error_code == ErrorCode.unknown_topic_or_partition
         assert auto.log.topic("notwanted") is None
+
+
+def test_topics_created_by_clients_are_logged_as_those_from_the_topic_flag(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    b = Broker(auto_create=4)
+    with caplog.at_level(logging.INFO, logger="groupcoord.server"):
+        create(b, 5, [{"name": "made", "partitions": 3}, {"name": "bad/name"}])
+        create(b, 5, [{"name": "checked", "partitions": 2}], validate_only=True)
+        metadata(b, 9, ["fresh"])
+    assert [r.getMessage() for r in caplog.records] == [
+        "created topic made with 3 partitions (CreateTopics)",
+        "created topic fresh with 4 partitions (auto-created by Metadata)",
+    ]
 
 
 @pytest.mark.parametrize("v", [v for v in versions(API_METADATA) if v >= 1])

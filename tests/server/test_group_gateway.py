@@ -165,3 +165,27 @@ def test_wall_clock_starts_at_the_epoch_time_and_never_goes_back() -> None:
     after = time.time_ns() // 1_000_000
     assert before <= readings[0] <= after + 1
     assert readings == sorted(readings)
+
+
+def test_a_join_phase_without_members_is_logged_as_the_group_becoming_empty(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # what the coordinator emits when the last member leaves during a rebalance
+    event = RebalanceCompleted(
+        group_id="g",
+        generation_id=4,
+        protocol_type="consumer",
+        protocol_name=None,
+        leader_id=None,
+        members=(),
+        reason="removing member m1 on LeaveGroup",
+        started_ms=1_000,
+        completed_ms=1_000,
+    )
+    with caplog.at_level(logging.INFO, logger="groupcoord.server"):
+        log_rebalance(event)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line == (
+        "group g with generation 4 is now empty: duration_ms=0"
+        " reason=removing member m1 on LeaveGroup"
+    )

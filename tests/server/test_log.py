@@ -135,6 +135,28 @@ def test_delete_topic_drops_its_data_and_a_recreated_topic_starts_empty(new_log)
     assert log.topic("t") == again and log.end_offset("t", 0) == 0
 
 
+def test_add_partitions_grows_a_topic_durably_and_never_shrinks_it(new_log) -> None:
+    log = new_log()
+    before = log.create_topic("t", 2)
+    log.append("t", 1, build_batch(_values(3)))
+    grown = log.add_partitions("t", 4)
+    assert grown.partitions == 4 and grown.topic_id == before.topic_id
+    assert log.topic_by_id(before.topic_id) == grown
+    assert log.end_offset("t", 1) == 3 and log.end_offset("t", 3) == 0
+    log.append("t", 3, build_batch(_values(1)))
+    with pytest.raises(InvalidPartitionsError, match="already has 4 partitions"):
+        log.add_partitions("t", 4)
+    with pytest.raises(InvalidPartitionsError, match="higher than the requested 3"):
+        log.add_partitions("t", 3)
+    with pytest.raises(PolicyViolationError):
+        log.add_partitions("t", 4 + MAX_PARTITIONS_PER_REQUEST + 1)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        log.add_partitions("ghost", 2)
+    log = new_log()  # restart: the count and the records survive
+    assert log.topic("t") == grown
+    assert (log.end_offset("t", 1), log.end_offset("t", 3), log.end_offset("t", 2)) == (3, 1, 0)
+
+
 # ---------------------------------------------------------------------------- append/read
 
 

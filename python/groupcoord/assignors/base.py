@@ -15,7 +15,8 @@ from enum import Enum
 from typing import ClassVar, Literal
 
 from groupcoord import _core
-from groupcoord.errors import InvalidAssignorInput, InvalidPayload
+from groupcoord.assignors.input_checks import check_assign_input, check_encoded_input
+from groupcoord.errors import InvalidPayload
 from groupcoord.protocol import (
     decode_cooperative_user_data,
     decode_sticky_user_data,
@@ -70,14 +71,11 @@ class Assignor:
 
         Topics a member subscribes to that are missing from ``partitions_per_topic``
         are skipped, as Kafka's assignors skip topics without metadata. Owned
-        partitions of unknown topics or out of range are ignored.
+        partitions of unknown topics or out of range are ignored. Input that cannot describe
+        a group raises :class:`~groupcoord.errors.InvalidAssignorInput`, the same message
+        from either backend (see :mod:`groupcoord.assignors.input_checks`).
         """
-        for member_id, sub in subscriptions.items():
-            if not isinstance(sub, Subscription):
-                raise InvalidAssignorInput(
-                    f"subscription of {member_id!r} must be a Subscription, "
-                    f"got {type(sub).__name__}"
-                )
+        check_assign_input(partitions_per_topic, subscriptions)
         if self.backend == "rust":
             return _core.assign(
                 self.kind, partitions_per_topic, subscriptions, TopicPartition, Assignment
@@ -106,11 +104,7 @@ class Assignor:
         so members on old protocol versions can read what they get. Malformed bytes
         raise :class:`groupcoord.errors.InvalidPayload` naming the member.
         """
-        for member_id, data in subscriptions.items():
-            if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise InvalidAssignorInput(
-                    f"subscription of {member_id!r} must be bytes, got {type(data).__name__}"
-                )
+        check_encoded_input(partitions_per_topic, subscriptions, group_instance_ids)
         if self.backend == "rust":
             return _core.assign_encoded(
                 self.kind, partitions_per_topic, subscriptions, group_instance_ids
@@ -135,6 +129,10 @@ class Assignor:
         }
 
     def _member_input(self, member_id: str, sub: Subscription) -> reference.MemberInput:
+        # Claims are checked here, member by member in the caller's order, as the Rust core
+        # reads them, whether or not this assignor uses them: both refuse the same input.
+        for claim in sub.owned_partitions:
+            reference.owned_claim(claim, member_id)
         owned: tuple[tuple[str, int], ...] = ()
         generation = -1
         # A leader cannot refuse to assign: user data it cannot read is ignored with a

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from groupcoord.assignors.base import MAX_ASSIGNMENT_VERSION, Assignor, Backend, RebalanceProtocol
 from groupcoord.assignors.delayed_imbalance import DelayedImbalance
+from groupcoord.assignors.input_checks import check_assign_input, check_encoded_input
 from groupcoord.errors import InvalidAssignorInput, InvalidPayload
 from groupcoord.protocol import decode_subscription, encode_assignment
 from groupcoord.reference.assign import OwnershipSource
@@ -15,21 +16,33 @@ from groupcoord.types import Assignment, Subscription
 
 
 class RangeAssignor(Assignor):
-    """Per topic, contiguous ranges over its subscribers; the first ``P % M`` get one more."""
+    """Per topic, contiguous ranges over its subscribers; the first ``P % M`` get one more.
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), same output.
+    """
 
     name: ClassVar[str] = "range"
     kind: ClassVar[str] = "range"
 
 
 class RoundRobinAssignor(Assignor):
-    """All partitions in (topic, partition) order dealt in turn to the members subscribed."""
+    """All partitions in (topic, partition) order dealt in turn to the members subscribed.
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), same output.
+    """
 
     name: ClassVar[str] = "roundrobin"
     kind: ClassVar[str] = "roundrobin"
 
 
 class StickyAssignor(Assignor):
-    """KIP-54: balanced, and moving as few previously owned partitions as possible (eager)."""
+    """KIP-54: balanced, and moving as few previously owned partitions as possible (eager).
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), the same algorithm step for step.
+    """
 
     name: ClassVar[str] = "sticky"
     kind: ClassVar[str] = "sticky"
@@ -38,6 +51,9 @@ class StickyAssignor(Assignor):
 
 class CooperativeStickyAssignor(Assignor):
     """KIP-429: the sticky target, minus partitions that must be revoked first.
+
+    ``backend="rust"`` (default) runs the Rust core; ``backend="python"`` the pure-Python
+    reference (:mod:`groupcoord.reference.assign`), the same algorithm step for step.
 
     ``scheduled_rebalance_max_delay_ms`` > 0 turns on KIP-415 delayed imbalance resolution
     (:mod:`groupcoord.assignors.delayed_imbalance`): the partitions of a departed static
@@ -82,6 +98,7 @@ class CooperativeStickyAssignor(Assignor):
     ) -> dict[str, Assignment]:
         if self._delayed.max_delay_ms == 0:
             return super().assign(partitions_per_topic, subscriptions)
+        check_assign_input(partitions_per_topic, subscriptions)  # before the KIP-415 memory
         now = _require_now(now_ms)
         adjusted, held = self._delayed.prepare(subscriptions, now)
         result = super().assign(partitions_per_topic, adjusted)
@@ -97,16 +114,13 @@ class CooperativeStickyAssignor(Assignor):
     ) -> dict[str, bytes]:
         if self._delayed.max_delay_ms == 0:
             return super().assign_encoded(partitions_per_topic, subscriptions, group_instance_ids)
+        check_encoded_input(partitions_per_topic, subscriptions, group_instance_ids)
         now = _require_now(now_ms)
         # The KIP-415 path needs the group.instance.ids and rewrites owned partitions, so it
         # goes through decoded subscriptions (the members' count, not the partitions', is small).
         decoded: dict[str, Subscription] = {}
         versions: dict[str, int] = {}
         for member_id, data in subscriptions.items():
-            if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise InvalidAssignorInput(
-                    f"subscription of {member_id!r} must be bytes, got {type(data).__name__}"
-                )
             raw = bytes(data)
             try:
                 sub = decode_subscription(raw)

@@ -18,6 +18,7 @@ The clock (``time.monotonic_ns() // 1_000_000``) is read here and nowhere in the
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,6 +59,8 @@ from groupcoord.protocol.group_messages import (
 from groupcoord.types import TopicPartition
 
 __all__ = ["GroupMember", "MemberThreadError"]
+
+log = logging.getLogger("groupcoord.member")
 
 #: Kafka's ``metadata.max.age.ms`` default.
 DEFAULT_METADATA_MAX_AGE_MS: Final = 300_000
@@ -149,6 +152,8 @@ class GroupMember:
         self._completed: collections.deque[tuple[AnyRequest, PendingResponse]] = collections.deque()
         self._coordinator: BrokerConnection | None = None
         self._fetched_topics: frozenset[str] = frozenset()
+        # topics the last Metadata answered with an error: each is warned about once
+        self._missing_topics: frozenset[str] = frozenset()
         self._discovery_backoff = RetryBackoff(retry_backoff_ms, max(retry_backoff_ms, 1000))
         self._next_discovery_ms = 0
         self._metadata_backoff = RetryBackoff(retry_backoff_ms, max(retry_backoff_ms, 1000))
@@ -453,9 +458,25 @@ class GroupMember:
         self._metadata_backoff.reset()
         self._metadata_retry_ms = 0
         self._fetched_topics = topics
+        self._warn_missing_topics(metadata.topic_errors)
         self._next_metadata_ms = _now_ms() + self._metadata_max_age_ms
         with self._lock:
             self._machine.set_metadata(metadata.partitions_per_topic, _now_ms())
+
+    def _warn_missing_topics(self, errors: Mapping[str, type[KafkaError]]) -> None:
+        """Kafka's clients warn when metadata has no subscribed topic ("Error while fetching
+        metadata ... UNKNOWN_TOPIC_OR_PARTITION"); without this a member of a group whose
+        topic does not exist just sees an empty assignment. Once per topic, not per refresh."""
+        missing = frozenset(errors)
+        for topic in sorted(missing - self._missing_topics):
+            log.warning(
+                "group %s: topic %s is not available (%s in Metadata): none of its partitions"
+                " can be assigned until it exists",
+                self.config.group_id,
+                topic,
+                errors[topic].name,
+            )
+        self._missing_topics = missing
 
     # -- requests -------------------------------------------------------------------
 

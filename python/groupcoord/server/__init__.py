@@ -4,6 +4,13 @@
 the data APIs through the topic log; see :mod:`groupcoord.server.server`.
 """
 
-from groupcoord.server.server import DATABASE_NAME, Server, ServerConfig, WallClock, run
+from groupcoord.server.server import (
+    DATABASE_NAME,
+    Server,
+    ServerConfig,
+    StartupError,
+    WallClock,
+    run,
+)
 
-__all__ = ["DATABASE_NAME", "Server", "ServerConfig", "WallClock", "run"]
+__all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]

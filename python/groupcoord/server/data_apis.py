@@ -34,6 +34,7 @@ makes a client fail clearly rather than retry forever):
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -68,6 +69,9 @@ from groupcoord.server.log import (
     TopicLog,
 )
 from groupcoord.server.records import ZSTD, iter_batches
+
+#: the server's logger: topics created by clients are logged as those from ``--topic`` are
+log = logging.getLogger("groupcoord.server")
 
 __all__ = [
     "API_CREATE_TOPICS",
@@ -265,6 +269,9 @@ class DataApis:
                 return self._topic_error(mod, name, None, e)
             except StoreError as e:
                 return self._topic_error(mod, name, None, KafkaStorageError(str(e)))
+            log.info(
+                "created topic %s with %d partitions (auto-created by Metadata)", name, partitions
+            )
         return self._topic_metadata(mod, info, include_ops)
 
     def _topic_error(
@@ -365,6 +372,7 @@ class DataApis:
             return e, -1, -1, None
         except StoreError as e:
             return KafkaStorageError(str(e)), -1, -1, None
+        log.info("created topic %s with %d partitions (CreateTopics)", t.name, partitions)
         return None, partitions, 1, info
 
     def _total_partitions(self, topics: Any) -> int:

@@ -39,7 +39,18 @@ log = logging.getLogger("groupcoord.server")
 
 
 def log_rebalance(event: RebalanceCompleted) -> None:
-    """Kafka's "Stabilized group" line, with the members, duration and cause."""
+    """Kafka's "Stabilized group" line, with the members, duration and cause; a join phase
+    that ended with no members is Kafka's "Group X with generation N is now empty" instead
+    (it has no leader or protocol to show)."""
+    if not event.members:
+        log.info(
+            "group %s with generation %d is now empty: duration_ms=%d reason=%s",
+            event.group_id,
+            event.generation_id,
+            event.duration_ms,
+            event.reason,
+        )
+        return
     log.info(
         "rebalance completed: group=%s generation=%d members=%d [%s] leader=%s "
         "protocol=%s/%s duration_ms=%d reason=%s",

@@ -243,6 +243,32 @@ class TopicLog:
             self._partitions[(name, p)] = _Partition([], {})
         return info
 
+    def add_partitions(self, name: str, partitions: int) -> TopicInfo:
+        """Grow topic ``name`` to ``partitions`` in all, as Kafka's CreatePartitions does:
+        existing partitions keep their records, new ones start empty; a topic never shrinks."""
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        # Kafka's own messages (ZkAdminManager / ReplicationControlManager)
+        if partitions == info.partitions:
+            raise InvalidPartitionsError(f"topic {name!r} already has {partitions} partitions")
+        if partitions < info.partitions:
+            raise InvalidPartitionsError(
+                f"topic {name!r} currently has {info.partitions} partitions, which is higher"
+                f" than the requested {partitions}; partitions can be added, never removed"
+            )
+        if partitions - info.partitions > MAX_PARTITIONS_PER_REQUEST:
+            raise PolicyViolationError(
+                f"excessively large number of partitions: {partitions - info.partitions}"
+                f" requested, limit {MAX_PARTITIONS_PER_REQUEST}"
+            )
+        self._store.add_partitions(name, partitions)
+        for p in range(info.partitions, partitions):
+            self._partitions[(name, p)] = _Partition([], {})
+        return self._add_topic(
+            TopicRecord(name=name, topic_id=info.topic_id, partitions=partitions)
+        )
+
     def delete_topic(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
         if info is None:

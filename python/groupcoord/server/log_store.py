@@ -117,6 +117,10 @@ class LogStore(Protocol):
 
     def create_topic(self, topic: TopicRecord) -> None: ...
 
+    def add_partitions(self, name: str, partitions: int) -> None:
+        """Raise the topic's partition count to ``partitions`` (the caller checked that it
+        grows); the new partitions start empty."""
+
     def delete_topic(self, name: str) -> None:
         """Drop the topic, its batches and its producer state."""
 
@@ -162,6 +166,14 @@ class MemoryLogStore:
         for p in range(topic.partitions):
             state.batches[(topic.name, p)] = []
             state.producers[(topic.name, p)] = {}
+
+    def add_partitions(self, name: str, partitions: int) -> None:
+        state = self._live()
+        record = state.topics[name]
+        for p in range(record.partitions, partitions):
+            state.batches[(name, p)] = []
+            state.producers[(name, p)] = {}
+        state.topics[name] = TopicRecord(name=name, topic_id=record.topic_id, partitions=partitions)
 
     def delete_topic(self, name: str) -> None:
         state = self._live()
@@ -320,6 +332,9 @@ class SqliteLogStore:
     def create_topic(self, topic: TopicRecord) -> None:
         self._write(_create_topic, topic)
 
+    def add_partitions(self, name: str, partitions: int) -> None:
+        self._write(_add_partitions, name, partitions)
+
     def delete_topic(self, name: str) -> None:
         self._write(_delete_topic, name)
 
@@ -370,6 +385,11 @@ def _create_topic(conn: sqlite3.Connection, topic: TopicRecord) -> None:
         "INSERT INTO log_topics (name, topic_id, partitions) VALUES (?, ?, ?)",
         (topic.name, str(topic.topic_id), topic.partitions),
     )
+
+
+def _add_partitions(conn: sqlite3.Connection, name: str, partitions: int) -> None:
+    # batches and producer state are keyed by partition: new partitions need no rows
+    conn.execute("UPDATE log_topics SET partitions = ? WHERE name = ?", (partitions, name))
 
 
 def _delete_topic(conn: sqlite3.Connection, name: str) -> None:

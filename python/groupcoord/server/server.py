@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from groupcoord.coordinator import (
     OffsetStore,
     SqliteOffsetStore,
 )
+from groupcoord.coordinator.offsets import StoreError
+from groupcoord.errors import KafkaError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from groupcoord.server.connection import Connection
 from groupcoord.server.data_apis import BrokerInfo, DataApiConfig, DataApis
@@ -38,10 +41,10 @@ from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
-from groupcoord.server.log import TopicLog
+from groupcoord.server.log import TopicLog, validate_topic_name
 from groupcoord.server.log_store import LogStore, MemoryLogStore, SqliteLogStore
 
-__all__ = ["DATABASE_NAME", "Server", "ServerConfig", "WallClock", "run"]
+__all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]
 
 log = logging.getLogger("groupcoord.server")
 
@@ -51,10 +54,19 @@ DATABASE_NAME: Final = "groupcoord.db"
 SHUTDOWN_GRACE_S: Final = 5.0
 
 
+class StartupError(Exception):
+    """The server cannot start for a reason other than its listening socket: the data
+    directory, the event log file or a topic of ``ServerConfig.topics``. The message names
+    the path or topic and the problem."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerConfig:
     """``data_dir=None`` keeps everything in memory (``--memory``). ``topics`` are
-    created at start unless they exist. ``advertised_host`` is what Metadata and
+    created at start, or grown to the count given if they exist with fewer partitions
+    (as ``kafka-topics --alter --partitions`` would); a topic with more partitions than
+    given cannot start the server, since Kafka never removes partitions.
+    ``advertised_host`` is what Metadata and
     FindCoordinator tell clients (default: ``host``, or this machine's name when
     ``host`` is a wildcard address)."""
 
@@ -80,9 +92,17 @@ class ServerConfig:
             raise ValueError(
                 f"auto-create partitions must be at least 1, got {self.auto_create_partitions}"
             )
+        seen: dict[str, int] = {}
         for name, partitions in self.topics:
+            validate_topic_name(name)
             if partitions < 1:
                 raise ValueError(f"topic {name!r} needs at least 1 partition, got {partitions}")
+            if name in seen:
+                # two counts for one topic: neither can be right, so none is picked
+                raise ValueError(
+                    f"topic {name!r} is given twice ({name}:{seen[name]} and {name}:{partitions})"
+                )
+            seen[name] = partitions
 
 
 class WallClock:
@@ -131,6 +151,10 @@ class Server:
         offsets, records = _open_stores(config.data_dir)
         try:
             topic_log = TopicLog(records)
+        except StoreError as exc:
+            offsets.close()
+            records.close()
+            raise StartupError(f"data directory {config.data_dir}: {exc}") from exc
         except BaseException:
             offsets.close()
             records.close()
@@ -138,12 +162,15 @@ class Server:
         self.topic_log = topic_log
         try:
             for name, partitions in config.topics:
-                if topic_log.topic(name) is None:
-                    topic_log.create_topic(name, partitions)
-                    log.info("created topic %s with %d partitions", name, partitions)
+                _ensure_topic(topic_log, name, partitions)
             coordinator = GroupCoordinator(config.coordinator, offsets, now_ms=self.clock())
             if config.event_log is not None:
-                self.event_log = EventLog(config.event_log)
+                try:
+                    self.event_log = EventLog(config.event_log)
+                except OSError as exc:
+                    raise StartupError(
+                        f"cannot open the event log {config.event_log}: {exc.strerror or exc}"
+                    ) from exc
                 self.event_log.attach(coordinator)
         except BaseException:
             offsets.close()
@@ -242,14 +269,44 @@ class Server:
             del self._connections[connection]
 
 
+def _ensure_topic(topic_log: TopicLog, name: str, partitions: int) -> None:
+    """Create ``name``, or grow it to ``partitions``; anything else is a StartupError."""
+    existing = topic_log.topic(name)
+    try:
+        if existing is None:
+            topic_log.create_topic(name, partitions)
+            log.info("created topic %s with %d partitions", name, partitions)
+        elif existing.partitions != partitions:
+            topic_log.add_partitions(name, partitions)
+            log.info(
+                "grew topic %s from %d to %d partitions", name, existing.partitions, partitions
+            )
+    except KafkaError as exc:
+        raise StartupError(f"topic {name}:{partitions}: {exc}") from exc
+
+
 def _open_stores(data_dir: str | None) -> tuple[OffsetStore, LogStore]:
+    """Both stores, or a StartupError naming the data directory and what is wrong with it."""
     if data_dir is None:
         return MemoryOffsetStore(), MemoryLogStore()
-    os.makedirs(data_dir, exist_ok=True)
+    if os.path.exists(data_dir) and not os.path.isdir(data_dir):
+        raise StartupError(f"data directory {data_dir}: exists and is not a directory")
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(
+            f"data directory {data_dir}: cannot create it: {exc.strerror or exc}"
+        ) from exc
     path = os.path.join(data_dir, DATABASE_NAME)
-    offsets = SqliteOffsetStore(path)
+    try:
+        offsets = SqliteOffsetStore(path)
+    except (StoreError, sqlite3.Error) as exc:
+        raise StartupError(f"data directory {data_dir}: {exc}") from exc
     try:
         records = SqliteLogStore(path)
+    except (StoreError, sqlite3.Error) as exc:
+        offsets.close()
+        raise StartupError(f"data directory {data_dir}: {exc}") from exc
     except BaseException:
         offsets.close()
         raise

@@ -4,7 +4,7 @@
 use super::assign_input::{
     as_dict, log_warning, member_from_view, read_subscription_objects, read_topics, Ownership,
 };
-use super::errors::{from_assign_error, invalid_input, invalid_payload};
+use super::errors::{from_assign_error, invalid_input, invalid_payload, py_repr};
 use super::tuple_maker::PairMaker;
 use crate::assign::model::{GroupModel, Plan};
 use crate::assign::Algorithm;
@@ -109,8 +109,10 @@ pub fn assign_encoded<'py>(
                 .map_err(|_| invalid_input(py, format!("subscription of {id:?} must be bytes")))
                 .and_then(|b| Ok(b.cast_into::<PyBytes>()?))
         })?;
-        let view = decode_subscription(payload.as_bytes())
-            .map_err(|e| invalid_payload(py, &format!("subscription of member {id:?}"), &e))?;
+        let view = decode_subscription(payload.as_bytes()).map_err(|e| {
+            let member = py_repr(member_id.as_any());
+            invalid_payload(py, &format!("subscription of member {member}"), &e)
+        })?;
         let (mut spec, warning) =
             member_from_view(&builder, id.clone(), &view, ownership, &mut previous_topics);
         if let Some(warning) = warning {

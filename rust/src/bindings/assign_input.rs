@@ -1,7 +1,7 @@
 //! Reading an assignor's input from Python: the topic table, then each member
 //! either from `Subscription` objects or from ConsumerProtocolSubscription bytes.
 
-use super::errors::{from_assign_error, invalid_input};
+use super::errors::{from_assign_error, invalid_input, py_repr};
 use crate::assign::model::{MemberSpec, ModelBuilder, TopicId};
 use crate::assign::Algorithm;
 use crate::consumer_protocol::{
@@ -147,6 +147,9 @@ pub fn read_subscription_objects<'py>(
         }
         if ownership != Ownership::None {
             read_owned_objects(&mut lookup, &sub, ownership, &mut spec)?;
+        } else {
+            // unused by range and round-robin, but refused alike by every assignor
+            check_owned_objects(&sub, &member_id)?;
         }
         specs.push(spec);
         ids.insert(id, member_id);
@@ -155,6 +158,40 @@ pub fn read_subscription_objects<'py>(
         builder.push_member(spec);
     }
     Ok(ids)
+}
+
+/// One owned partition as a `(str, int32)` tuple, or `None`: the rule of the reference's
+/// `owned_claim` (python/groupcoord/reference/assign/model.py), which words the error alike.
+fn owned_claim<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyString>, i32)>> {
+    let Ok(pair) = item.cast::<PyTuple>() else {
+        return Ok(None);
+    };
+    if pair.len() != 2 {
+        return Ok(None);
+    }
+    let topic = pair.get_borrowed_item(0)?;
+    let partition = pair.get_borrowed_item(1)?;
+    let Ok(topic) = topic.cast::<PyString>() else {
+        return Ok(None);
+    };
+    if partition.is_instance_of::<PyBool>() {
+        return Ok(None);
+    }
+    Ok(partition
+        .extract::<i32>()
+        .ok()
+        .map(|p| (topic.to_owned(), p)))
+}
+
+fn check_owned_objects(sub: &Bound<'_, PyAny>, member_id: &Bound<'_, PyString>) -> PyResult<()> {
+    let py = sub.py();
+    for item in sub.getattr(intern!(py, "owned_partitions"))?.try_iter()? {
+        let item = item?;
+        if owned_claim(&item)?.is_none() {
+            return Err(bad_claim(member_id, &item));
+        }
+    }
+    Ok(())
 }
 
 fn read_owned_objects(
@@ -179,23 +216,11 @@ fn read_owned_objects(
     if has_owned || ownership == Ownership::Cooperative {
         for item in owned.try_iter()? {
             let item = item?;
-            let pair = item.cast::<PyTuple>().ok().filter(|t| t.len() == 2);
-            let Some(pair) = pair else {
-                return Err(bad_claim(py, &spec.id, &item));
-            };
-            let topic = pair.get_borrowed_item(0)?;
-            let partition = pair.get_borrowed_item(1)?;
-            let Ok(topic) = topic.cast::<PyString>() else {
-                return Err(bad_claim(py, &spec.id, &item));
-            };
-            if partition.is_instance_of::<PyBool>() {
-                return Err(bad_claim(py, &spec.id, &item));
-            }
-            let Ok(partition) = partition.extract::<i64>() else {
-                return Err(bad_claim(py, &spec.id, &item));
+            let Some((topic, partition)) = owned_claim(&item)? else {
+                return Err(bad_claim(&PyString::new(py, &spec.id), &item));
             };
             if let Some(t) = lookup.get(&topic)? {
-                spec.owned.push((t, partition));
+                spec.owned.push((t, i64::from(partition)));
             }
         }
     }
@@ -266,10 +291,15 @@ pub fn log_warning(py: Python<'_>, message: &str) -> PyResult<()> {
     Ok(())
 }
 
-fn bad_claim(py: Python<'_>, member: &str, item: &Bound<'_, PyAny>) -> PyErr {
+/// Worded as the reference's `owned_claim`, with Python reprs, so both backends say the same.
+fn bad_claim(member_id: &Bound<'_, PyString>, item: &Bound<'_, PyAny>) -> PyErr {
     invalid_input(
-        py,
-        format!("owned partitions of {member:?} must be (str, int) pairs, got {item}"),
+        item.py(),
+        format!(
+            "owned partitions of {} must be (str, int32) pairs, got {}",
+            py_repr(member_id.as_any()),
+            py_repr(item)
+        ),
     )
 }
 

@@ -16,6 +16,13 @@ fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
     }
 }
 
+/// `repr(obj)`, so that messages name ids and values as the Python reference's `{x!r}` does.
+pub fn py_repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".to_owned())
+}
+
 /// `groupcoord.errors.InvalidAssignorInput`
 pub fn invalid_input(py: Python<'_>, message: impl Into<String>) -> PyErr {
     raise(py, "InvalidAssignorInput", message.into())

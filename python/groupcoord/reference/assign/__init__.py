@@ -11,6 +11,7 @@ from groupcoord.reference.assign.model import (
     MemberInput,
     OwnershipSource,
     build_model,
+    owned_claim,
 )
 from groupcoord.reference.assign.range import assign_range
 from groupcoord.reference.assign.roundrobin import assign_roundrobin
@@ -25,4 +26,5 @@ __all__ = [
     "assign_roundrobin",
     "assign_sticky",
     "build_model",
+    "owned_claim",
 ]

@@ -17,6 +17,9 @@ from groupcoord.errors import InvalidAssignorInput
 
 # Kafka partition counts are int32 on the wire.
 MAX_PARTITIONS_PER_TOPIC = 2**31 - 1
+# The Rust core numbers a group's partitions densely in a u32 with u32::MAX meaning "no
+# owner" (rust/src/assign/model.rs); the reference holds the same limit so both refuse alike.
+MAX_PARTITIONS_PER_GROUP = 2**32 - 2
 
 
 class OwnershipSource(Enum):
@@ -98,7 +101,16 @@ def validate_partitions_per_topic(partitions_per_topic: Mapping[str, int]) -> li
             raise InvalidAssignorInput(f"topic {topic!r} has a negative partition count ({count})")
         if count > MAX_PARTITIONS_PER_TOPIC:
             raise InvalidAssignorInput(f"topic {topic!r} has more partitions than an int32 holds")
-    return sorted(partitions_per_topic)
+    names = sorted(partitions_per_topic)
+    total = 0
+    for name in names:
+        total += partitions_per_topic[name]
+        if total > MAX_PARTITIONS_PER_GROUP:
+            raise InvalidAssignorInput(
+                f"topic {name!r} takes the group past the partition limit"
+                f" ({MAX_PARTITIONS_PER_GROUP} partitions in all)"
+            )
+    return names
 
 
 def build_model(
@@ -136,7 +148,7 @@ def build_model(
         mine_subscribed: list[int] = []
         distinct: set[int] = set()
         for tp in member.owned:
-            topic, partition = _claim(tp, member.member_id)
+            topic, partition = owned_claim(tp, member.member_id)
             t = topic_index.get(topic)
             if t is None or not 0 <= partition < offsets[t + 1] - offsets[t]:
                 continue
@@ -162,14 +174,21 @@ def build_model(
     )
 
 
-def _claim(tp: object, member_id: str) -> tuple[str, int]:
-    if not isinstance(tp, tuple) or len(tp) != 2:
-        raise InvalidAssignorInput(
-            f"owned partitions of {member_id!r} must be (str, int) pairs, got {tp!r}"
-        )
-    topic, partition = tp
-    if not isinstance(topic, str) or isinstance(partition, bool) or not isinstance(partition, int):
-        raise InvalidAssignorInput(
-            f"owned partitions of {member_id!r} must be (str, int) pairs, got {tp!r}"
-        )
-    return topic, partition
+def owned_claim(tp: object, member_id: str) -> tuple[str, int]:
+    """One owned partition as a ``(topic, partition)`` pair, or InvalidAssignorInput: a tuple
+    of a str and an int32 (Kafka's partition index type; no member can own another).
+
+    The Rust core refuses the same claims with the same message (``bad_claim`` in
+    rust/src/bindings/assign_input.rs)."""
+    if isinstance(tp, tuple) and len(tp) == 2:
+        topic, partition = tp
+        if (
+            isinstance(topic, str)
+            and isinstance(partition, int)
+            and not isinstance(partition, bool)
+            and -(2**31) <= partition <= MAX_PARTITIONS_PER_TOPIC
+        ):
+            return topic, partition
+    raise InvalidAssignorInput(
+        f"owned partitions of {member_id!r} must be (str, int32) pairs, got {tp!r}"
+    )
