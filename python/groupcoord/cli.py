@@ -476,7 +476,12 @@ Java 17+.
 def sweep(
     grid_file: Annotated[Path, typer.Argument(metavar="GRID.toml", show_default=False)],
     out: Annotated[
-        Path, typer.Option(help="Directory of the datasets and the report (resumed if it exists).")
+        str,
+        typer.Option(
+            help="Directory of the datasets and the report (resumed if it exists): a local"
+            " path, or a URI such as hdfs://namenode:8020/sweeps/x. Every executor writes"
+            " into it: on a cluster it must be a filesystem they all see."
+        ),
     ],
     master: Annotated[
         str | None,
@@ -542,7 +547,8 @@ def sweep(
         f"{result.total} runs: {result.ran} run now, {result.skipped} already in {out},"
         f" {result.failed} raised (see their error column); {result.wall_s:.0f} s"
     )
-    print(f"wrote {out / 'runs'}, {out / 'rebalances'}, {out / 'events'}")
+    where = str(result.out).rstrip("/")
+    print(f"wrote {where}/runs, {where}/rebalances, {where}/events")
     if result.report is not None:
         print(f"report: {result.report}")
 
