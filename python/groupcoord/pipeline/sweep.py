@@ -16,7 +16,9 @@ on the driver). Three Parquet datasets come out:
   them there cost the sweep about a third of its speed on two cores; benches/results/
   sweep.md). The file name is the same for every attempt at a run, so a task that Spark
   retries (or runs twice, speculatively) replaces the file instead of adding a second.
-- ``OUT/runs/``: one row per run, appended by Spark once the chunk's tasks have finished.
+- ``OUT/runs/``: one row per run. The rows of a chunk come back to the driver as the result
+  of the chunk's one Spark job (``toArrow``) and the driver adds them as one Parquet file
+  (hidden temporary name, then rename: a chunk's rows appear all at once or not at all).
   A run is *done* when its row is in runs/.
 
 A sweep that is interrupted (Ctrl-C, a crash, a lost driver) keeps every chunk it finished;
@@ -28,14 +30,17 @@ Where ``OUT`` is. The tasks write to the path the driver names, so every executo
 it: any local path works on ``local[*]`` and ``local-cluster`` (a relative one is made
 absolute on the driver first: the executors do not run in its working directory); on a real
 cluster ``--out`` must be a shared filesystem, as a path mounted alike on every node or as a
-URI that both Spark (Hadoop) and :func:`pyarrow.fs.FileSystem.from_uri` open, e.g.
-``hdfs://namenode:8020/sweeps/x`` or ``s3://bucket/sweeps/x``.
+URI that both Spark (Hadoop) and :func:`pyarrow.fs.FileSystem.from_uri` open under the same
+name, e.g. ``hdfs://namenode:8020/sweeps/x`` (not S3: Hadoop calls it ``s3a://``, pyarrow
+``s3://``).
 
-Chunks are sized by time: the first is small (two runs per core) to measure the speed, the
-next ones aim at :data:`CHUNK_S` seconds of wall time each (60 s; at least four runs per
-core, so one slow run does not leave cores idle), so the progress bar moves and an
-interruption loses at most about a minute, while the fixed cost of the Spark jobs of a chunk
-(a second or two here) stays a small part of the sweep.
+Chunks are sized by time: the first two are small (two runs per core) to measure the speed,
+the next ones aim at :data:`CHUNK_S` seconds of wall time each (60 s; at least four runs per
+core), so the progress bar moves and an interruption loses at most about a minute. Two
+chunks are in flight at a time (:data:`IN_FLIGHT`, a driver thread each): Spark's FIFO
+scheduler gives the older chunk's tasks the cores first and the newer one's fill the cores
+that the older chunk's last, slow tasks leave idle, so the end of a chunk (its slowest
+task, then the driver's bookkeeping and the next job's start) costs no core time.
 
 ``OUT/runs/`` columns: ``run_id``, ``seed``, one column per axis named by its dotted key
 (ints as int64, numbers as float64, booleans, strings; lists, tables and axes of mixed
@@ -53,6 +58,7 @@ import random
 import sys
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -107,8 +113,10 @@ SUMMARY_COLUMNS: Final[Mapping[str, str]] = {
     "duration_s": "float64",
 }
 
-#: first chunk: runs per executor core (to measure the speed before sizing the others)
+#: first chunks: runs per executor core (to measure the speed before sizing the others)
 FIRST_CHUNK_PER_CORE: Final = 2
+#: chunks whose Spark jobs run at once (the second fills the cores the first leaves idle)
+IN_FLIGHT: Final = 2
 #: tasks per executor core in a chunk (more tasks balance uneven runs, each costs ~10 ms)
 TASKS_PER_CORE: Final = 4
 _DATASETS: Final = ("events", "rebalances", "runs")
@@ -189,7 +197,7 @@ def out_location(out: str | Path) -> str:
 
 def out_filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and path of an :func:`out_location` (local, or any URI
-    :func:`pyarrow.fs.FileSystem.from_uri` opens: file://, hdfs://, s3://, gs://, ...)."""
+    :func:`pyarrow.fs.FileSystem.from_uri` opens: file://, hdfs://, ...)."""
     import pyarrow.fs as pafs
 
     if not _is_uri(location):
@@ -239,8 +247,6 @@ class _RunFiles:
         self.schemas = {name: _columns_schema(cols) for name, cols in _RUN_DATASETS.items()}
 
     def write(self, run_id: str, tables: Mapping[str, pa.Table]) -> None:
-        import uuid
-
         import pyarrow.parquet as pq
 
         for name, table in tables.items():
@@ -258,7 +264,7 @@ class _RunFiles:
             final = f"{directory}/{RUN_FILE}"
             pq.write_table(table, temp, filesystem=self.fs)
             try:
-                self.fs.move(temp, final)  # replaces it: POSIX rename, object stores
+                self.fs.move(temp, final)  # replaces an earlier attempt's (POSIX rename)
             except OSError:
                 # HDFS's rename does not replace an existing file (an earlier attempt's)
                 self.fs.delete_file(final)
@@ -403,9 +409,10 @@ def _slots(spark: SparkSession) -> int:
 def _chunks(
     runs: list[Run], *, slots: int, chunk_runs: int | None, rate: Callable[[], float | None]
 ) -> Iterator[list[Run]]:
-    """Consecutive chunks of ``runs``: ``chunk_runs`` each if given; else a first chunk of
-    :data:`FIRST_CHUNK_PER_CORE` runs per core, then ``CHUNK_S`` seconds' worth at the
-    speed measured so far (``rate()``: runs/s, Spark's per-job cost included)."""
+    """Consecutive chunks of ``runs``: ``chunk_runs`` each if given; else chunks of
+    :data:`FIRST_CHUNK_PER_CORE` runs per core until a speed is measured, then ``CHUNK_S``
+    seconds' worth at the speed measured so far (``rate()``: runs/s, Spark's per-job cost
+    included)."""
     start = 0
     while start < len(runs):
         measured = rate()
@@ -420,7 +427,7 @@ def _chunks(
         start += size
 
 
-#: wall seconds a chunk aims at (after the first)
+#: wall seconds a chunk aims at (once a speed is measured)
 CHUNK_S: Final = 60.0
 
 
@@ -505,31 +512,40 @@ def _runs_frame(spark: SparkSession, chunk: Sequence[Run], slots: int) -> DataFr
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), schema)
 
 
-def _write_chunk(
+def _run_chunk(
     frame: DataFrame,
-    location: str,
+    schema: pa.Schema,
+    fs: pafs.FileSystem,
+    base: str,
     index: int,
     on_write: Callable[[str, int], None] | None,
 ) -> int:
-    """Run a chunk (its tasks write events/ and rebalances/), then append its rows to runs/;
+    """Run a chunk (its tasks write events/ and rebalances/), then add its rows to runs/;
     return how many of its runs raised."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    import pyarrow.compute as pc
 
-    # cached, so that the runs/ write below, one task (coalesce(1): one file per chunk),
-    # reads the rows instead of running the simulations again in a single task
-    frame.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        failed = frame.filter(F.col("error").isNotNull()).count()  # runs the simulations
-        if on_write is not None:  # the tasks have written both
-            on_write("events", index)
-            on_write("rebalances", index)
-        frame.coalesce(1).write.mode("append").parquet(f"{location}/runs")
-        if on_write is not None:
-            on_write("runs", index)
-    finally:
-        frame.unpersist()
-    return int(failed)
+    # the chunk's one Spark job: runs the simulations. Cast back to the runs/ schema, which
+    # the trip through Spark loosens (run_id not null; strings may come back large)
+    rows = frame.toArrow().select(schema.names).cast(schema)
+    if on_write is not None:  # the tasks have written both
+        on_write("events", index)
+        on_write("rebalances", index)
+    _add_runs(fs, base, rows)
+    if on_write is not None:
+        on_write("runs", index)
+    return int(pc.sum(pc.is_valid(rows.column("error"))).as_py() or 0)
+
+
+def _add_runs(fs: pafs.FileSystem, base: str, rows: pa.Table) -> None:
+    """``rows`` as one new file of ``OUT/runs/``, appearing at once (rename)."""
+    import pyarrow.parquet as pq
+
+    directory = f"{base}/runs"
+    fs.create_dir(directory, recursive=True)
+    name = uuid.uuid4().hex
+    temp, final = f"{directory}/.{name}.tmp", f"{directory}/part-{name}.parquet"
+    pq.write_table(rows, temp, filesystem=fs)
+    fs.move(temp, final)
 
 
 def run_sweep(
@@ -591,6 +607,7 @@ def run_sweep(
             owned = spark if fresh else None  # made here: stopped here
         slots = parallelism or _slots(spark)
         schema = runs_schema(grid.axis_kinds())
+        spark_schema = _spark_schema(schema)
         task = partial(
             simulate_batches,
             base=dict(grid.scenario.raw),
@@ -599,24 +616,52 @@ def run_sweep(
             simulate=simulate,
         )
         bar = _Progress(len(runs), skipped, enabled=progress)
-        timing: list[tuple[int, float]] = []
+        sweep_started = time.monotonic()
+        ran_so_far = 0
 
         def rate() -> float | None:
-            # the last chunk's speed: the first one also pays for starting the workers
-            if not timing:
-                return None
-            ran, seconds = timing[-1]
-            return ran / seconds if seconds > 0 else None
+            # runs/s since the start: the first chunks also pay for starting the workers
+            elapsed = time.monotonic() - sweep_started
+            return ran_so_far / elapsed if ran_so_far and elapsed > 0 else None
+
+        # every job of this sweep is in one job group: an interruption cancels them all
+        group = f"groupcoord-sweep-{uuid.uuid4().hex}"
+        context = spark.sparkContext
+
+        def one_chunk(index: int, chunk: list[Run]) -> tuple[int, int]:
+            assert spark is not None
+            context.setJobGroup(group, f"groupcoord sweep, chunk {index}", True)
+            frame = _runs_frame(spark, chunk, slots).mapInArrow(task, spark_schema)
+            return len(chunk), _run_chunk(frame, schema, fs, base, index, on_write)
+
+        from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+        in_flight: list[Future[tuple[int, int]]] = []
+
+        def finish_oldest() -> None:
+            nonlocal ran_so_far, failed
+            ran, raised = in_flight[0].result()  # popped once done: a Ctrl-C here waits for it
+            in_flight.pop(0)
+            ran_so_far += ran
+            failed += raised
+            bar.advance(ran)
 
         try:
-            for index, chunk in enumerate(
-                _chunks(todo, slots=slots, chunk_runs=chunk_runs, rate=rate)
-            ):
-                chunk_started = time.monotonic()
-                frame = _runs_frame(spark, chunk, slots).mapInArrow(task, _spark_schema(schema))
-                failed += _write_chunk(frame, location, index, on_write)
-                timing.append((len(chunk), time.monotonic() - chunk_started))
-                bar.advance(len(chunk))
+            with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="sweep-chunk") as pool:
+                try:
+                    chunks = _chunks(todo, slots=slots, chunk_runs=chunk_runs, rate=rate)
+                    for index, chunk in enumerate(chunks):
+                        if len(in_flight) == IN_FLIGHT:
+                            finish_oldest()
+                        in_flight.append(pool.submit(one_chunk, index, chunk))
+                    while in_flight:
+                        finish_oldest()
+                except BaseException:
+                    # Ctrl-C or a failed chunk: stop the other chunk's job too, and wait for
+                    # its thread (what it wrote without its runs/ row is removed on resume)
+                    context.cancelJobGroup(group)
+                    wait(in_flight)
+                    raise
         finally:
             bar.close()
             if owned is not None:
