@@ -189,9 +189,11 @@ def test_resume_after_an_interruption(spark: Any, tmp_path: Path) -> None:
     (out / "events" / f"run_id={sorted(unfinished)[0]}" / RUN_FILE).rename(stray)
     finished = out / "rebalances" / f"run_id={sorted(done)[0]}"
     (finished / ".0123abcd.tmp").write_bytes(b"half a file")
+    (out / "runs" / ".4567cdef.tmp").write_bytes(b"half a chunk's rows")
     result = run_sweep(grid, out, spark=spark, progress=False, report=False, chunk_runs=3)
     assert (result.skipped, result.ran) == (len(done), 8 - len(done))
     assert not stray.exists()
+    assert not (out / "runs" / ".4567cdef.tmp").exists()
     assert sorted(p.name for p in finished.iterdir()) == [RUN_FILE]
     ids = read_runs(out).column("run_id").to_pylist()
     assert sorted(ids) == sorted(r.run_id for r in grid.runs())  # no duplicate, none lost

@@ -318,8 +318,8 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _read_done(fs: pafs.FileSystem, base: str) -> set[str]:
-    """run_ids already in OUT/runs/ (files of unfinished Spark jobs are in ``_temporary``
-    or hidden directories, which readers skip)."""
+    """run_ids already in OUT/runs/ (unfinished files are hidden or in ``_temporary``,
+    which readers skip)."""
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
 
@@ -330,19 +330,23 @@ def _read_done(fs: pafs.FileSystem, base: str) -> set[str]:
     return set(dataset.to_table(columns=["run_id"]).column("run_id").to_pylist())
 
 
-def _clean_unfinished(fs: pafs.FileSystem, base: str, done: set[str]) -> int:
-    """Remove what an interrupted chunk left, before runs are run again; return how many
-    runs' directories went.
+def _clean_unfinished(fs: pafs.FileSystem, base: str, done: set[str]) -> None:
+    """Remove what an interrupted sweep left, before its runs are run again:
 
-    - ``_temporary`` and ``.spark-staging-*`` of a Spark write that did not commit: the next
-      append to the same dataset would commit them (duplicating rows);
     - the events/ and rebalances/ directories of runs that are not ``done`` (not in runs/):
       the files of a chunk whose rows never reached runs/; the runs are run again;
-    - hidden temporary files of the tasks (an attempt that died while writing).
+    - hidden temporary files (``.*.tmp``) of the tasks and of the driver (an attempt or a
+      driver that died while writing);
+    - ``_temporary`` and ``.spark-staging-*`` of a Spark write that did not commit (sweeps
+      made before the tasks wrote their files wrote all three datasets with Spark): the next
+      Spark append to the same dataset would commit them.
     """
     import pyarrow.fs as pafs
 
-    removed: set[str] = set()
+    def is_temp(info: pafs.FileInfo) -> bool:
+        leaf: str = info.base_name
+        return leaf.startswith(".") and leaf.endswith(".tmp")
+
     for name in _DATASETS:
         root = f"{base}/{name}"
         if fs.get_file_info(root).type != pafs.FileType.Directory:
@@ -351,15 +355,15 @@ def _clean_unfinished(fs: pafs.FileSystem, base: str, done: set[str]) -> int:
             leaf = entry.base_name
             if leaf == "_temporary" or leaf.startswith(".spark-staging-"):
                 fs.delete_dir(entry.path)
+            elif is_temp(entry):
+                fs.delete_file(entry.path)
             elif name in _RUN_DATASETS and leaf.startswith("run_id="):
                 if leaf.removeprefix("run_id=") not in done:
                     fs.delete_dir(entry.path)
-                    removed.add(leaf)
                     continue
                 for inner in fs.get_file_info(pafs.FileSelector(entry.path)):
-                    if inner.base_name.startswith(".") and inner.base_name.endswith(".tmp"):
+                    if is_temp(inner):
                         fs.delete_file(inner.path)
-    return len(removed)
 
 
 def _check_manifest(fs: pafs.FileSystem, base: str, location: str, grid: Grid) -> None:
