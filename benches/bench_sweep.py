@@ -4,10 +4,14 @@ The same grid for all, on the same machine, each producing the same outputs: eve
 summary row, events and rebalances, written as Parquet (Spark: the sweep's three datasets;
 the loop and the Pool: one Parquet file each, written at the end). Reported: runs per minute
 and the ratio to the Pool (the target: Spark within 1.3x of the Pool at 200+ runs), and
-Spark with one executor core against two (near-linear is the target).
+Spark with one executor core against two (near-linear is the target). "CPU s" is the CPU
+time (user + system) the variant used on every process it ran: the loop's own process, the
+Pool's parent and workers, Spark's driver, JVM and Python workers (read from /proc), so a
+variant that is slower because it works more is told from one that waits.
 
 Spark runs in a child process per master (``local[1]``, ``local[2]``: one SparkContext per
-process), timed from inside: the session's start is reported apart from the sweep itself.
+process), timed from inside: the session's start is reported apart from the sweep itself
+(wall and CPU).
 
 Sizes: ``GROUPCOORD_BENCH_SCALE=full`` runs the 200-run grid (examples/sweeps/membership-base
 with 10-100 members, eager/cooperative, dynamic/static, 10 seeds; ~0.1-0.9 s a run) with
@@ -69,6 +73,40 @@ seeds = [1, 2]
 
 #: variant -> measured figures, printed by test_summary
 RESULTS: dict[str, dict[str, float]] = {}
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and every live descendant, including
+    what each has reaped from its exited children (Linux /proc): for Spark, the driver's
+    Python, the JVM and its Python workers."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        # after the ")" closing the command: state ppid ... utime(12) stime cutime cstime
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = sum(int(f) for f in fields[11:15]) / ticks
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        total += cpu.get(pid, 0.0)
+        stack.extend(child for child, parent in parents.items() if parent == pid)
+    return total
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's exited, reaped children (the Pool's workers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def full_scale() -> bool:
@@ -142,6 +180,7 @@ def spark_child(grid_path: str, out: str, master: str) -> dict[str, float]:
     spark.range(1).count()  # the JVM side up, as a long sweep has it
     session_s = time.perf_counter() - started
     sweep_started = time.perf_counter()
+    cpu_started = tree_cpu_s(os.getpid())
     chunks: list[int] = []
     result = run_sweep(
         Grid.from_toml(grid_path),
@@ -152,8 +191,16 @@ def spark_child(grid_path: str, out: str, master: str) -> dict[str, float]:
         on_write=lambda name, chunk: chunks.append(chunk) if name == "runs" else None,
     )
     sweep_s = time.perf_counter() - sweep_started
+    # before stop(): the Python workers (reused, alive until then) hold most of it
+    cpu_s = tree_cpu_s(os.getpid()) - cpu_started
     spark.stop()
-    return {"runs": result.ran, "session_s": session_s, "sweep_s": sweep_s, "chunks": len(chunks)}
+    return {
+        "runs": result.ran,
+        "session_s": session_s,
+        "sweep_s": sweep_s,
+        "cpu_s": cpu_s,
+        "chunks": len(chunks),
+    }
 
 
 def spark_in_child(grid: Grid, out: Path, master: str) -> dict[str, float]:
@@ -184,6 +231,7 @@ def spark_here(grid: Grid, out: Path) -> dict[str, float]:
     )
     session_s = time.perf_counter() - started
     started = time.perf_counter()
+    cpu_started = tree_cpu_s(os.getpid())
     chunks: list[int] = []
     result = run_sweep(
         grid,
@@ -197,6 +245,7 @@ def spark_here(grid: Grid, out: Path) -> dict[str, float]:
         "runs": result.ran,
         "session_s": session_s,
         "sweep_s": time.perf_counter() - started,
+        "cpu_s": tree_cpu_s(os.getpid()) - cpu_started,
         "chunks": len(chunks),
     }
 
@@ -204,10 +253,11 @@ def spark_here(grid: Grid, out: Path) -> dict[str, float]:
 # ---------------------------------------------------------------------- the benchmarks
 
 
-def _record(name: str, runs: int, seconds: float, **extra: float) -> None:
+def _record(name: str, runs: int, seconds: float, cpu_s: float, **extra: float) -> None:
     RESULTS[name] = {
         "runs": runs,
         "seconds": seconds,
+        "cpu_s": cpu_s,
         "per_min": runs / seconds * 60,
         # the machine is shared: the 1-minute load average when the variant ended
         "load": os.getloadavg()[0],
@@ -216,16 +266,18 @@ def _record(name: str, runs: int, seconds: float, **extra: float) -> None:
 
 
 def test_plain_loop(benchmark: Any, grid: Grid, tmp_path: Path) -> None:
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     runs = benchmark.pedantic(plain_loop, args=(grid, tmp_path / "loop"), rounds=1)
-    _record("plain loop", runs, time.perf_counter() - started)
+    _record("plain loop", runs, time.perf_counter() - started, time.process_time() - cpu_started)
     assert runs == grid.size
 
 
 def test_pool2(benchmark: Any, grid: Grid, tmp_path: Path) -> None:
     started = time.perf_counter()
+    cpu_started = time.process_time() + children_cpu_s()
     runs = benchmark.pedantic(pool, args=(grid, tmp_path / "pool"), rounds=1)
-    _record("multiprocessing.Pool(2)", runs, time.perf_counter() - started)
+    cpu_s = time.process_time() + children_cpu_s() - cpu_started  # this process + the workers
+    _record("multiprocessing.Pool(2)", runs, time.perf_counter() - started, cpu_s)
     assert runs == grid.size
 
 
@@ -246,6 +298,7 @@ def test_spark(benchmark: Any, grid: Grid, tmp_path: Path, master: str) -> None:
         f"Spark {master}",
         int(figures["runs"]),
         figures["sweep_s"],
+        figures["cpu_s"],
         session_s=figures["session_s"],
         chunks=figures["chunks"],
         with_session_per_min=figures["runs"] / (figures["sweep_s"] + figures["session_s"]) * 60,
@@ -262,14 +315,15 @@ def summary(grid: Grid) -> Iterator[None]:
     pool_rate = RESULTS.get("multiprocessing.Pool(2)", {}).get("per_min")
     lines = [
         f"sweep of {grid.size} runs",
-        "| variant | wall s | runs/min | time / Pool(2) | with the session's start | load |",
-        "|:--|--:|--:|--:|--:|--:|",
+        "| variant | wall s | CPU s | runs/min | time / Pool(2) | with the session's start"
+        " | load |",
+        "|:--|--:|--:|--:|--:|--:|--:|",
     ]
     for name, r in RESULTS.items():
         ratio = f"{pool_rate / r['per_min']:.2f}x" if pool_rate else "-"
         session = r.get("with_session_per_min")
         lines.append(
-            f"| {name} | {r['seconds']:.1f} | {r['per_min']:.0f} | {ratio} | "
+            f"| {name} | {r['seconds']:.1f} | {r['cpu_s']:.1f} | {r['per_min']:.0f} | {ratio} | "
             + (
                 f"{session:.0f} runs/min (start {r['session_s']:.1f} s, {r['chunks']:.0f} chunks)"
                 if session

@@ -575,10 +575,12 @@ def sweep(
         Path, typer.Argument(metavar="GRID.toml", help="The grid file.", show_default=False)
     ],
     out: Annotated[
-        Path,
+        str,
         typer.Option(
             metavar="DIR",
-            help="Directory of the datasets and the report (resumed if it exists).",
+            help="Directory of the datasets and the report (resumed if it exists): a local"
+            " path, or a URI such as hdfs://namenode:8020/sweeps/x. Every executor writes"
+            " into it: on a cluster it must be a filesystem they all see.",
             show_default=False,
         ),
     ],
@@ -646,7 +648,8 @@ def sweep(
         f"{result.total} runs: {result.ran} run now, {result.skipped} already in {out},"
         f" {result.failed} raised (see their error column); {result.wall_s:.0f} s"
     )
-    print(f"wrote {out / 'runs'}, {out / 'rebalances'}, {out / 'events'}")
+    where = str(result.out).rstrip("/")
+    print(f"wrote {where}/runs, {where}/rebalances, {where}/events")
     if result.report is not None:
         print(f"report: {result.report}")
 

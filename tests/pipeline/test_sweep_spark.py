@@ -15,12 +15,20 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the pipeline tests need PySpark (the test extra)")
 
+import pyarrow as pa
 import pyarrow.dataset as ds
 from typer.testing import CliRunner
 
 from groupcoord.cli import app
 from groupcoord.pipeline.grid import Grid, column_value
-from groupcoord.pipeline.sweep import SUMMARY_COLUMNS, read_runs, run_sweep
+from groupcoord.pipeline.sweep import (
+    RUN_FILE,
+    SUMMARY_COLUMNS,
+    read_runs,
+    run_sweep,
+    runs_schema,
+    simulate_batches,
+)
 from groupcoord.sim import run
 
 # a small, fast scenario (~20 ms a run) whose settings matter: a member's batch of
@@ -154,7 +162,7 @@ def test_resume_after_an_interruption(spark: Any, tmp_path: Path) -> None:
 
     def interrupt(name: str, chunk: int) -> None:
         writes.append((name, chunk))
-        # chunk 0 is complete; chunk 1 has written its events and rebalances, not its runs
+        # chunk 1 has written its events and rebalances, not its runs/ rows
         if (name, chunk) == ("rebalances", 1):
             raise KeyboardInterrupt
 
@@ -162,16 +170,31 @@ def test_resume_after_an_interruption(spark: Any, tmp_path: Path) -> None:
         run_sweep(
             grid, out, spark=spark, progress=False, report=False, chunk_runs=3, on_write=interrupt
         )
-    assert writes == [
-        ("events", 0),
-        ("rebalances", 0),
-        ("runs", 0),
-        ("events", 1),
-        ("rebalances", 1),
-    ]
-    assert read_runs(out).num_rows == 3
+    # chunks of 3, 3 and 2 runs; two run at once, so chunk 0 (and maybe chunk 2, before it
+    # was cancelled) finished: each chunk's datasets in their order, runs/ last
+    for chunk in (0, 1, 2):
+        mine = [name for name, index in writes if index == chunk]
+        assert mine == ["events", "rebalances", "runs"][: len(mine)], (chunk, writes)
+    assert ("runs", 0) in writes and ("runs", 1) not in writes
+    finished_chunks = [chunk for name, chunk in writes if name == "runs"]
+    done = set(read_runs(out).column("run_id").to_pylist())
+    assert len(done) == sum((3, 3, 2)[chunk] for chunk in finished_chunks)
+    # the interrupted chunk's tasks wrote their runs' files before any row reached runs/
+    unfinished = {p.name.removeprefix("run_id=") for p in (out / "events").iterdir()} - done
+    assert len(unfinished) >= 3
+    # what an attempt that died mid-way leaves: a stray file in an unfinished run's
+    # directory (a resume must not keep it: its rows would be counted twice), and a
+    # task's temporary file in a finished run's directory
+    stray = out / "events" / f"run_id={sorted(unfinished)[0]}" / "part-stray.parquet"
+    (out / "events" / f"run_id={sorted(unfinished)[0]}" / RUN_FILE).rename(stray)
+    finished = out / "rebalances" / f"run_id={sorted(done)[0]}"
+    (finished / ".0123abcd.tmp").write_bytes(b"half a file")
+    (out / "runs" / ".4567cdef.tmp").write_bytes(b"half a chunk's rows")
     result = run_sweep(grid, out, spark=spark, progress=False, report=False, chunk_runs=3)
-    assert (result.skipped, result.ran) == (3, 5)
+    assert (result.skipped, result.ran) == (len(done), 8 - len(done))
+    assert not stray.exists()
+    assert not (out / "runs" / ".4567cdef.tmp").exists()
+    assert sorted(p.name for p in finished.iterdir()) == [RUN_FILE]
     ids = read_runs(out).column("run_id").to_pylist()
     assert sorted(ids) == sorted(r.run_id for r in grid.runs())  # no duplicate, none lost
     # the interrupted chunk's partitions were replaced, not appended to
@@ -187,6 +210,78 @@ def test_resume_after_an_interruption(spark: Any, tmp_path: Path) -> None:
     again = run_sweep(grid, out, spark=spark, progress=False, report=False)
     assert (again.skipped, again.ran) == (8, 0)
     assert read_runs(out).num_rows == 8
+
+
+def test_events_and_rebalances_are_laid_out_as_spark_writes_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The tasks write events/ and rebalances/ with pyarrow; readers see what Spark's own
+    partitioned writer (which the sweep used before) makes of the same runs: the same
+    schema through Spark and through pyarrow, the same rows."""
+    grid = make_grid(tmp_path)
+    out = tmp_path / "out"
+    run_sweep(grid, out, spark=spark, progress=False, report=False)
+    reference = tmp_path / "reference"
+    for name in ("events", "rebalances"):
+        tables = []
+        for spec in grid.runs():
+            table = getattr(run(grid.scenario.replace(**spec.overrides), spec.seed), name)
+            ids = pa.array([spec.run_id] * table.num_rows, pa.string())
+            tables.append(table.append_column("run_id", ids))
+        frame = spark.createDataFrame(pa.concat_tables(tables))
+        frame.write.partitionBy("run_id").parquet(str(reference / name))
+
+        ours, theirs = (
+            spark.read.parquet(str(out / name)),
+            spark.read.parquet(str(reference / name)),
+        )
+        assert ours.schema == theirs.schema, name
+        assert ours.schema.names[-1] == "run_id"
+        assert Counter(map(tuple, ours.collect())) == Counter(map(tuple, theirs.collect()))
+        ours_pa = ds.dataset(out / name, format="parquet", partitioning="hive")
+        theirs_pa = ds.dataset(reference / name, format="parquet", partitioning="hive")
+        assert ours_pa.schema.remove_metadata() == theirs_pa.schema.remove_metadata(), name
+        assert sorted(p.name for p in (out / name).iterdir()) == sorted(
+            p.name for p in (reference / name).iterdir() if p.name.startswith("run_id=")
+        )
+    # runs/ (written by the driver from the rows Spark returns): the documented schema
+    runs = ds.dataset(out / "runs", format="parquet").schema.remove_metadata()
+    assert runs == runs_schema(grid.axis_kinds())
+
+
+def test_a_retried_task_replaces_its_runs_files(tmp_path: Path) -> None:
+    """Spark runs a task again after a failure (or twice, speculatively): the run's files
+    are replaced, not added to; no temporary file is left."""
+    grid = make_grid(tmp_path, seeds="[1]")
+    spec = grid.runs()[0]
+    rows = pa.RecordBatch.from_pylist(
+        [{"run_id": spec.run_id, "seed": spec.seed, "overrides": spec.overrides_json}]
+    )
+    out = str(tmp_path / "out")
+    task = {"base": dict(grid.scenario.raw), "axis_kinds": grid.axis_kinds(), "out": out}
+    first = list(simulate_batches(iter([rows]), **task))
+    second = list(simulate_batches(iter([rows]), **task))
+    assert first[0].column("rebalances") == second[0].column("rebalances")
+    expected = run(grid.scenario.replace(**spec.overrides), spec.seed)
+    for name in ("events", "rebalances"):
+        directory = tmp_path / "out" / name / f"run_id={spec.run_id}"
+        assert sorted(p.name for p in directory.iterdir()) == [RUN_FILE]
+        table = ds.dataset(directory, format="parquet").to_table()
+        assert table == getattr(expected, name)
+
+
+def test_out_as_a_file_uri(spark: Any, tmp_path: Path) -> None:
+    """--out as a URI (what a cluster's shared filesystem is named by): the tasks, the
+    resume and the report go through pyarrow.fs.FileSystem.from_uri."""
+    grid = make_grid(tmp_path, seeds="[1]")
+    uri = (tmp_path / "out").as_uri()
+    result = run_sweep(grid, uri + "/", spark=spark, progress=False, chunk_runs=2)
+    assert (result.ran, result.out, result.report) == (4, uri, uri + "/report/index.html")
+    out = tmp_path / "out"
+    assert read_runs(uri, grid).num_rows == read_runs(out).num_rows == 4
+    assert len(list((out / "events").iterdir())) == 4
+    assert (out / "report" / "heatmap_unavailable.png").stat().st_size > 1000
+    assert run_sweep(grid, uri, spark=spark, progress=False, report=False).skipped == 4
 
 
 def test_a_bigger_grid_resumes_into_the_same_out(spark: Any, tmp_path: Path) -> None:
@@ -290,6 +385,11 @@ def test_cli_sweep(spark: Any, tmp_path: Path) -> None:
     [
         (["--heatmap-axes", "a"], "--heatmap-axes takes two axes"),
         (["--heatmap-axes", "group.assignors,nope"], "'nope' is not an axis of the grid"),
+        (
+            ["--out", "nosuch://host/sweep"],
+            "--out nosuch://host/sweep: pyarrow cannot open this URI"
+            " (Unrecognized filesystem type in URI: nosuch://host/sweep)",
+        ),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path: Path, extra: list[str], message: str) -> None:

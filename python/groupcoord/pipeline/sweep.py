@@ -4,26 +4,43 @@ How it runs. The driver reads and checks the grid (:mod:`groupcoord.pipeline.gri
 runs already in ``OUT/runs/`` (resume), shuffles the rest (a fixed order, so heavy and light
 runs mix in every task) and submits them in *chunks*. A chunk is a DataFrame of runs
 (``run_id``, ``seed``, the overrides as JSON) whose tasks call :func:`groupcoord.sim.run` through
-``mapInArrow`` (the simulation runs in the executors' Python workers, one Arrow batch per run;
-nothing runs per row on the driver). Each chunk's result is cached and written as three
-Parquet datasets, in this order:
+``mapInArrow`` (the simulation runs in the executors' Python workers; nothing runs per row
+on the driver). Three Parquet datasets come out:
 
 - ``OUT/events/`` and ``OUT/rebalances/``: partitioned by ``run_id`` (a ``run_id=...``
-  directory per run; reading the dataset gives a ``run_id`` column), written with dynamic
-  partition overwrite, so a chunk that is written again replaces its runs' partitions and
-  never duplicates them;
-- ``OUT/runs/``: one row per run, appended last. A run is *done* when its row is in runs/.
+  directory per run, as Spark's ``partitionBy`` lays it out; reading the dataset with Spark
+  or pyarrow gives a ``run_id`` column). The *task* that ran a run writes its two files
+  itself with pyarrow (:data:`RUN_FILE` in the run's directory, written under a hidden
+  temporary name and renamed) and sends only the run's summary row on to Spark. A run's
+  thousands of event rows thus never cross into the JVM (converting, caching and writing
+  them there cost the sweep about a third of its speed on two cores; benches/results/
+  sweep.md). The file name is the same for every attempt at a run, so a task that Spark
+  retries (or runs twice, speculatively) replaces the file instead of adding a second.
+- ``OUT/runs/``: one row per run. The rows of a chunk come back to the driver as the result
+  of the chunk's one Spark job (``toArrow``) and the driver adds them as one Parquet file
+  (hidden temporary name, then rename: a chunk's rows appear all at once or not at all).
+  A run is *done* when its row is in runs/.
 
 A sweep that is interrupted (Ctrl-C, a crash, a lost driver) keeps every chunk it finished;
-running it again with the same ``--out`` reads the ``run_id`` column of ``runs/``, skips
-those runs and runs the others. A run interrupted after its events were written but before
-its row was is run again, and its partitions are replaced. One sweep at a time per ``OUT``.
+running it again with the same ``--out`` reads the ``run_id`` column of ``runs/``, removes
+the events/ and rebalances/ directories of every run that is not in it (files of a chunk
+that did not finish) and runs those runs again. One sweep at a time per ``OUT``.
 
-Chunks are sized by time: the first is small (two runs per core) to measure the speed, the
-next ones aim at :data:`CHUNK_S` seconds of wall time each (60 s; at least four runs per
-core, so one slow run does not leave cores idle), so the progress bar moves and an
-interruption loses at most about a minute, while the fixed cost of the Spark jobs of a chunk
-(a second or two here) stays a small part of the sweep.
+Where ``OUT`` is. The tasks write to the path the driver names, so every executor must see
+it: any local path works on ``local[*]`` and ``local-cluster`` (a relative one is made
+absolute on the driver first: the executors do not run in its working directory); on a real
+cluster ``--out`` must be a shared filesystem, as a path mounted alike on every node or as a
+URI that both Spark (Hadoop) and :func:`pyarrow.fs.FileSystem.from_uri` open under the same
+name, e.g. ``hdfs://namenode:8020/sweeps/x`` (not S3: Hadoop calls it ``s3a://``, pyarrow
+``s3://``).
+
+Chunks are sized by time: the first two are small (two runs per core) to measure the speed,
+the next ones aim at :data:`CHUNK_S` seconds of wall time each (60 s; at least four runs per
+core), so the progress bar moves and an interruption loses at most about a minute. Two
+chunks are in flight at a time (:data:`IN_FLIGHT`, a driver thread each): Spark's FIFO
+scheduler gives the older chunk's tasks the cores first and the newer one's fill the cores
+that the older chunk's last, slow tasks leave idle, so the end of a chunk (its slowest
+task, then the driver's bookkeeping and the next job's start) costs no core time.
 
 ``OUT/runs/`` columns: ``run_id``, ``seed``, one column per axis named by its dotted key
 (ints as int64, numbers as float64, booleans, strings; lists, tables and axes of mixed
@@ -41,6 +58,7 @@ import random
 import sys
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -57,9 +75,19 @@ Simulate = Callable[[Scenario, int], SimResult]
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
+    import pyarrow.fs as pafs
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SUMMARY_COLUMNS", "SweepResult", "run_sweep", "runs_schema"]
+__all__ = [
+    "RUN_FILE",
+    "SUMMARY_COLUMNS",
+    "SweepResult",
+    "out_filesystem",
+    "out_location",
+    "read_runs",
+    "run_sweep",
+    "runs_schema",
+]
 
 #: every key of ``summary.json`` (:mod:`groupcoord.sim.result`) with its column type
 SUMMARY_COLUMNS: Final[Mapping[str, str]] = {
@@ -85,26 +113,30 @@ SUMMARY_COLUMNS: Final[Mapping[str, str]] = {
     "duration_s": "float64",
 }
 
-#: first chunk: runs per executor core (to measure the speed before sizing the others)
+#: first chunks: runs per executor core (to measure the speed before sizing the others)
 FIRST_CHUNK_PER_CORE: Final = 2
+#: chunks whose Spark jobs run at once (the second fills the cores the first leaves idle)
+IN_FLIGHT: Final = 2
 #: tasks per executor core in a chunk (more tasks balance uneven runs, each costs ~10 ms)
 TASKS_PER_CORE: Final = 4
 _DATASETS: Final = ("events", "rebalances", "runs")
-#: the task schema's list columns that carry a run's rebalances/ and events/ rows
-_NESTED: Final = {"rebalances": "_rebalance_rows", "events": "_event_rows"}
+#: the datasets whose files the tasks write, one directory per run, and their columns
+_RUN_DATASETS: Final = {"events": EVENT_COLUMNS, "rebalances": REBALANCE_COLUMNS}
+#: the one file of a run in its events/ and rebalances/ directory (``run_id=<id>/``)
+RUN_FILE: Final = "part-00000.parquet"
 
 
 @dataclass(frozen=True, slots=True)
 class SweepResult:
     """What :func:`run_sweep` did."""
 
-    out: Path
+    out: Path | str  #: as given: a local directory (a Path) or a URI
     total: int  #: runs in the grid
     skipped: int  #: already in OUT/runs/ when the sweep started
     ran: int  #: run by this call
     failed: int  #: of those, runs that raised (recorded with their error)
     wall_s: float
-    report: Path | None = None
+    report: Path | str | None = None  #: its index.html (a URI when ``out`` is one)
 
 
 # ---------------------------------------------------------------------- schemas
@@ -141,19 +173,40 @@ def runs_schema(axis_kinds: Mapping[str, str]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _struct(columns: tuple[tuple[str, str, str], ...]) -> pa.DataType:
+def _columns_schema(columns: tuple[tuple[str, str, str], ...]) -> pa.Schema:
     import pyarrow as pa
 
-    return pa.struct([pa.field(name, _arrow_type(kind)) for name, kind, _ in columns])
+    return pa.schema([pa.field(name, _arrow_type(kind)) for name, kind, _ in columns])
 
 
-def _task_schema(axis_kinds: Mapping[str, str]) -> pa.Schema:
-    """What the tasks return: a runs/ row plus the run's rebalances and events as lists."""
-    import pyarrow as pa
+# ---------------------------------------------------------------------- where OUT is
 
-    schema = runs_schema(axis_kinds)
-    schema = schema.append(pa.field(_NESTED["rebalances"], pa.list_(_struct(REBALANCE_COLUMNS))))
-    return schema.append(pa.field(_NESTED["events"], pa.list_(_struct(EVENT_COLUMNS))))
+
+def _is_uri(out: str) -> bool:
+    return "://" in out
+
+
+def out_location(out: str | Path) -> str:
+    """``out`` as the driver hands it to Spark and to the tasks: a URI as given, a local path
+    made absolute (the executors' Python workers do not run in the driver's directory)."""
+    text = str(out)
+    if _is_uri(text):
+        return text.rstrip("/")
+    return str(Path(text).absolute())
+
+
+def out_filesystem(location: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem and path of an :func:`out_location` (local, or any URI
+    :func:`pyarrow.fs.FileSystem.from_uri` opens: file://, hdfs://, ...)."""
+    import pyarrow.fs as pafs
+
+    if not _is_uri(location):
+        return pafs.LocalFileSystem(), location
+    try:
+        fs, path = pafs.FileSystem.from_uri(location)
+    except (ValueError, OSError) as exc:  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        raise PipelineError(f"--out {location}: pyarrow cannot open this URI ({exc})") from None
+    return fs, path.rstrip("/")
 
 
 # ---------------------------------------------------------------------- in the tasks
@@ -164,21 +217,58 @@ def simulate_batches(
     *,
     base: Mapping[str, Any],
     axis_kinds: Mapping[str, str],
+    out: str,
     simulate: Simulate | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function: for each input row (``run_id``, ``seed``, ``overrides``),
-    run the simulation and yield one batch of the task schema. A run that raises yields its
-    row with ``error`` set and the summary columns null."""
+    run the simulation, write its events/ and rebalances/ files under ``out`` (an
+    :func:`out_location`) and yield its runs/ row (a batch of :func:`runs_schema`). A run
+    that raises yields its row with ``error`` set and the summary columns null, and writes
+    no file. A file that cannot be written fails the task (Spark retries it, then fails
+    the sweep with the error): that is the storage's problem, not the run's."""
     from groupcoord.sim import Scenario
 
     scenario = Scenario.from_dict(base)
-    schema = _task_schema(axis_kinds)
+    schema = runs_schema(axis_kinds)
+    files = _RunFiles(out)
     for batch in batches:
         for row in batch.to_pylist():
             overrides = json.loads(row["overrides"])
             yield _simulate_one(
-                scenario, row["run_id"], row["seed"], overrides, axis_kinds, schema, simulate
+                scenario, row["run_id"], row["seed"], overrides, axis_kinds, schema, files, simulate
             )
+
+
+class _RunFiles:
+    """Writes a run's events/ and rebalances/ files, in a task (see the module's doc)."""
+
+    def __init__(self, out: str) -> None:
+        self.fs, self.base = out_filesystem(out)
+        self.schemas = {name: _columns_schema(cols) for name, cols in _RUN_DATASETS.items()}
+
+    def write(self, run_id: str, tables: Mapping[str, pa.Table]) -> None:
+        import pyarrow.parquet as pq
+
+        for name, table in tables.items():
+            if table.num_rows == 0:  # as Spark's partitionBy: no rows, no directory
+                continue
+            schema = self.schemas[name]
+            table = table.select(schema.names).cast(schema)
+            # run ids are "r" + hex digits: nothing that Spark would escape in a directory name
+            directory = f"{self.base}/{name}/run_id={run_id}"
+            self.fs.create_dir(directory, recursive=True)
+            # a hidden name (Spark and pyarrow skip names starting with "." or "_") that is
+            # unique per attempt: a reader never sees half a file, and two attempts at the
+            # same run do not write into each other's file
+            temp = f"{directory}/.{uuid.uuid4().hex}.tmp"
+            final = f"{directory}/{RUN_FILE}"
+            pq.write_table(table, temp, filesystem=self.fs)
+            try:
+                self.fs.move(temp, final)  # replaces an earlier attempt's (POSIX rename)
+            except OSError:
+                # HDFS's rename does not replace an existing file (an earlier attempt's)
+                self.fs.delete_file(final)
+                self.fs.move(temp, final)
 
 
 def _simulate_one(
@@ -188,6 +278,7 @@ def _simulate_one(
     overrides: Mapping[str, Any],
     axis_kinds: Mapping[str, str],
     schema: pa.Schema,
+    files: _RunFiles,
     simulate: Simulate | None = None,
 ) -> pa.RecordBatch:
     import pyarrow as pa
@@ -200,43 +291,21 @@ def _simulate_one(
     for key, kind in axis_kinds.items():
         if key not in SUMMARY_COLUMNS:
             out[key] = column_value(kind, overrides[key])
-    tables: dict[str, pa.Table | None] = {"rebalances": None, "events": None}
     started = time.perf_counter()
     try:
         result = simulate(scenario.replace(**overrides), seed)
     except Exception as exc:  # a run that raises is recorded, it does not stop the sweep
+        out["wall_s"] = round(time.perf_counter() - started, 6)
         out["error"] = _error_text(exc)
     else:
+        out["wall_s"] = round(time.perf_counter() - started, 6)  # the simulation's own time
         for key in SUMMARY_COLUMNS:
             out[key] = result.summary[key]
         out["error"] = None
-        tables = {"rebalances": result.rebalances, "events": result.events}
-    out["wall_s"] = round(time.perf_counter() - started, 6)
-    arrays = []
-    for field in schema:
-        if field.name in (_NESTED["rebalances"], _NESTED["events"]):
-            name = "rebalances" if field.name == _NESTED["rebalances"] else "events"
-            arrays.append(_one_list(tables[name], field.type))
-        else:
-            arrays.append(pa.array([out.get(field.name)], type=field.type))
+        # before the row is yielded: a row in runs/ means these files are complete
+        files.write(run_id, {"events": result.events, "rebalances": result.rebalances})
+    arrays = [pa.array([out.get(field.name)], type=field.type) for field in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _one_list(table: pa.Table | None, list_type: pa.DataType) -> pa.Array:
-    """A one-row list<struct> column holding ``table``'s rows (Arrow to Arrow, no Python
-    object per row: a run can have tens of thousands of events)."""
-    import pyarrow as pa
-
-    struct_type = list_type.value_type
-    if table is None:
-        rows = pa.array([], type=struct_type)
-    else:
-        rows = pa.StructArray.from_arrays(
-            [table.column(f.name).combine_chunks().cast(f.type) for f in struct_type],
-            fields=list(struct_type),
-        )
-    offsets = pa.array([0, len(rows)], type=pa.int32())
-    return pa.ListArray.from_arrays(offsets, rows, type=list_type)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -248,32 +317,60 @@ def _error_text(exc: BaseException) -> str:
 # ---------------------------------------------------------------------- on the driver
 
 
-def _read_done(out: Path) -> set[str]:
-    """run_ids already in OUT/runs/ (files of unfinished Spark jobs are in ``_temporary``
-    or hidden directories, which readers skip)."""
+def _read_done(fs: pafs.FileSystem, base: str) -> set[str]:
+    """run_ids already in OUT/runs/ (unfinished files are hidden or in ``_temporary``,
+    which readers skip)."""
     import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
 
-    runs = out / "runs"
-    if not runs.is_dir():
+    runs = f"{base}/runs"
+    if fs.get_file_info(runs).type != pafs.FileType.Directory:
         return set()
-    dataset = ds.dataset(runs, format="parquet")
+    dataset = ds.dataset(runs, format="parquet", filesystem=fs)
     return set(dataset.to_table(columns=["run_id"]).column("run_id").to_pylist())
 
 
-def _clean_unfinished(out: Path) -> None:
-    """Remove what an interrupted Spark job left: its ``_temporary`` directory would be
-    committed by the next append to the same dataset (duplicating its rows)."""
-    import shutil
+def _clean_unfinished(fs: pafs.FileSystem, base: str, done: set[str]) -> None:
+    """Remove what an interrupted sweep left, before its runs are run again:
+
+    - the events/ and rebalances/ directories of runs that are not ``done`` (not in runs/):
+      the files of a chunk whose rows never reached runs/; the runs are run again;
+    - hidden temporary files (``.*.tmp``) of the tasks and of the driver (an attempt or a
+      driver that died while writing);
+    - ``_temporary`` and ``.spark-staging-*`` of a Spark write that did not commit (sweeps
+      made before the tasks wrote their files wrote all three datasets with Spark): the next
+      Spark append to the same dataset would commit them.
+    """
+    import pyarrow.fs as pafs
+
+    def is_temp(info: pafs.FileInfo) -> bool:
+        leaf: str = info.base_name
+        return leaf.startswith(".") and leaf.endswith(".tmp")
 
     for name in _DATASETS:
-        for leftover in [out / name / "_temporary", *(out / name).glob(".spark-staging-*")]:
-            if leftover.exists():
-                shutil.rmtree(leftover, ignore_errors=True)
+        root = f"{base}/{name}"
+        if fs.get_file_info(root).type != pafs.FileType.Directory:
+            continue
+        for entry in fs.get_file_info(pafs.FileSelector(root)):
+            leaf = entry.base_name
+            if leaf == "_temporary" or leaf.startswith(".spark-staging-"):
+                fs.delete_dir(entry.path)
+            elif is_temp(entry):
+                fs.delete_file(entry.path)
+            elif name in _RUN_DATASETS and leaf.startswith("run_id="):
+                if leaf.removeprefix("run_id=") not in done:
+                    fs.delete_dir(entry.path)
+                    continue
+                for inner in fs.get_file_info(pafs.FileSelector(entry.path)):
+                    if is_temp(inner):
+                        fs.delete_file(inner.path)
 
 
-def _check_manifest(out: Path, grid: Grid) -> None:
+def _check_manifest(fs: pafs.FileSystem, base: str, location: str, grid: Grid) -> None:
     """``OUT/sweep.json``: the grid a sweep in OUT ran; a resumed one must fit it."""
-    manifest = out / "sweep.json"
+    import pyarrow.fs as pafs
+
+    manifest = f"{base}/sweep.json"
     kinds = grid.axis_kinds()
     current = {
         "grid": str(grid.path) if grid.path else None,
@@ -283,23 +380,29 @@ def _check_manifest(out: Path, grid: Grid) -> None:
         "axes": {k: list(v) for k, v in grid.axes.items()},
         "axis_kinds": kinds,
     }
-    if manifest.exists():
+    if fs.get_file_info(manifest).type != pafs.FileType.NotFound:
         try:
-            before = json.loads(manifest.read_text(encoding="utf-8"))
+            with fs.open_input_stream(manifest) as stream:
+                before = json.loads(stream.read().decode("utf-8"))
         except (OSError, ValueError) as exc:
-            raise PipelineError(f"{manifest} is unreadable ({exc}); use a new --out") from None
+            raise PipelineError(
+                f"{location}/sweep.json is unreadable ({exc}); use a new --out"
+            ) from None
         if canonical_json(before.get("scenario")) != grid.fingerprint():
             raise PipelineError(
-                f"{out} holds a sweep of a different base scenario; use a new --out "
+                f"{location} holds a sweep of a different base scenario; use a new --out "
                 "(or the scenario it was run with)"
             )
         if before.get("axis_kinds") != kinds:
             raise PipelineError(
-                f"{out} holds a sweep over other axes ({', '.join(before.get('axis_kinds', {}))})"
-                f" or other value types; use a new --out"
+                f"{location} holds a sweep over other axes"
+                f" ({', '.join(before.get('axis_kinds', {}))}) or other value types;"
+                " use a new --out"
             )
-    out.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    fs.create_dir(base, recursive=True)
+    text = json.dumps(current, indent=2, sort_keys=True) + "\n"
+    with fs.open_output_stream(manifest) as stream:
+        stream.write(text.encode("utf-8"))
 
 
 def _slots(spark: SparkSession) -> int:
@@ -310,9 +413,10 @@ def _slots(spark: SparkSession) -> int:
 def _chunks(
     runs: list[Run], *, slots: int, chunk_runs: int | None, rate: Callable[[], float | None]
 ) -> Iterator[list[Run]]:
-    """Consecutive chunks of ``runs``: ``chunk_runs`` each if given; else a first chunk of
-    :data:`FIRST_CHUNK_PER_CORE` runs per core, then ``CHUNK_S`` seconds' worth at the
-    speed measured so far (``rate()``: runs/s, Spark's per-job cost included)."""
+    """Consecutive chunks of ``runs``: ``chunk_runs`` each if given; else chunks of
+    :data:`FIRST_CHUNK_PER_CORE` runs per core until a speed is measured, then ``CHUNK_S``
+    seconds' worth at the speed measured so far (``rate()``: runs/s, Spark's per-job cost
+    included)."""
     start = 0
     while start < len(runs):
         measured = rate()
@@ -327,7 +431,7 @@ def _chunks(
         start += size
 
 
-#: wall seconds a chunk aims at (after the first)
+#: wall seconds a chunk aims at (once a speed is measured)
 CHUNK_S: Final = 60.0
 
 
@@ -412,36 +516,40 @@ def _runs_frame(spark: SparkSession, chunk: Sequence[Run], slots: int) -> DataFr
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), schema)
 
 
-def _write_chunk(
-    spark: SparkSession,
+def _run_chunk(
     frame: DataFrame,
-    out: Path,
+    schema: pa.Schema,
+    fs: pafs.FileSystem,
+    base: str,
     index: int,
     on_write: Callable[[str, int], None] | None,
 ) -> int:
-    """Write a chunk's three datasets (events, rebalances, then runs); return its errors."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    """Run a chunk (its tasks write events/ and rebalances/), then add its rows to runs/;
+    return how many of its runs raised."""
+    import pyarrow.compute as pc
 
-    frame.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        failed = frame.filter(F.col("error").isNotNull()).count()  # runs the simulations
-        for name in ("events", "rebalances"):
-            (
-                frame.select("run_id", F.inline(_NESTED[name]))
-                .write.mode("overwrite")
-                .option("partitionOverwriteMode", "dynamic")
-                .partitionBy("run_id")
-                .parquet(str(out / name))
-            )
-            if on_write is not None:
-                on_write(name, index)
-        frame.drop(*_NESTED.values()).coalesce(1).write.mode("append").parquet(str(out / "runs"))
-        if on_write is not None:
-            on_write("runs", index)
-    finally:
-        frame.unpersist()
-    return int(failed)
+    # the chunk's one Spark job: runs the simulations. Cast back to the runs/ schema, which
+    # the trip through Spark loosens (run_id not null; strings may come back large)
+    rows = frame.toArrow().select(schema.names).cast(schema)
+    if on_write is not None:  # the tasks have written both
+        on_write("events", index)
+        on_write("rebalances", index)
+    _add_runs(fs, base, rows)
+    if on_write is not None:
+        on_write("runs", index)
+    return int(pc.sum(pc.is_valid(rows.column("error"))).as_py() or 0)
+
+
+def _add_runs(fs: pafs.FileSystem, base: str, rows: pa.Table) -> None:
+    """``rows`` as one new file of ``OUT/runs/``, appearing at once (rename)."""
+    import pyarrow.parquet as pq
+
+    directory = f"{base}/runs"
+    fs.create_dir(directory, recursive=True)
+    name = uuid.uuid4().hex
+    temp, final = f"{directory}/.{name}.tmp", f"{directory}/part-{name}.parquet"
+    pq.write_table(rows, temp, filesystem=fs)
+    fs.move(temp, final)
 
 
 def run_sweep(
@@ -468,7 +576,8 @@ def run_sweep(
     it is shipped to the executors, so a wrapper must be picklable by cloudpickle).
     """
     started = time.monotonic()
-    out = Path(out)
+    location = out_location(out)
+    fs, base = out_filesystem(location)
     if heatmap_axes is not None:
         for axis in heatmap_axes:
             if axis not in grid.axes:
@@ -476,10 +585,10 @@ def run_sweep(
                     f"--heatmap-axes: {axis!r} is not an axis of the grid"
                     f" ({', '.join(grid.axes) or 'it has none'})"
                 )
-    _check_manifest(out, grid)
-    _clean_unfinished(out)
+    _check_manifest(fs, base, location, grid)
+    done = _read_done(fs, base)
+    _clean_unfinished(fs, base, done)
     runs = grid.runs()
-    done = _read_done(out)
     todo = [r for r in runs if r.run_id not in done]
     random.Random(0).shuffle(todo)  # heavy and light runs mixed in every chunk
     skipped = len(runs) - len(todo)
@@ -501,35 +610,62 @@ def run_sweep(
             )
             owned = spark if fresh else None  # made here: stopped here
         slots = parallelism or _slots(spark)
-        # a task writes the partitions of its few runs with one open writer each instead of
-        # sorting its rows by run_id first (a sort of every event of the chunk)
-        spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "256")
-        schema = _task_schema(grid.axis_kinds())
+        schema = runs_schema(grid.axis_kinds())
+        spark_schema = _spark_schema(schema)
         task = partial(
             simulate_batches,
             base=dict(grid.scenario.raw),
             axis_kinds=grid.axis_kinds(),
+            out=location,
             simulate=simulate,
         )
         bar = _Progress(len(runs), skipped, enabled=progress)
-        timing: list[tuple[int, float]] = []
+        sweep_started = time.monotonic()
+        ran_so_far = 0
 
         def rate() -> float | None:
-            # the last chunk's speed: the first one also pays for starting the workers
-            if not timing:
-                return None
-            ran, seconds = timing[-1]
-            return ran / seconds if seconds > 0 else None
+            # runs/s since the start: the first chunks also pay for starting the workers
+            elapsed = time.monotonic() - sweep_started
+            return ran_so_far / elapsed if ran_so_far and elapsed > 0 else None
+
+        # every job of this sweep is in one job group: an interruption cancels them all
+        group = f"groupcoord-sweep-{uuid.uuid4().hex}"
+        context = spark.sparkContext
+
+        def one_chunk(index: int, chunk: list[Run]) -> tuple[int, int]:
+            assert spark is not None
+            context.setJobGroup(group, f"groupcoord sweep, chunk {index}", True)
+            frame = _runs_frame(spark, chunk, slots).mapInArrow(task, spark_schema)
+            return len(chunk), _run_chunk(frame, schema, fs, base, index, on_write)
+
+        from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+        in_flight: list[Future[tuple[int, int]]] = []
+
+        def finish_oldest() -> None:
+            nonlocal ran_so_far, failed
+            ran, raised = in_flight[0].result()  # popped once done: a Ctrl-C here waits for it
+            in_flight.pop(0)
+            ran_so_far += ran
+            failed += raised
+            bar.advance(ran)
 
         try:
-            for index, chunk in enumerate(
-                _chunks(todo, slots=slots, chunk_runs=chunk_runs, rate=rate)
-            ):
-                chunk_started = time.monotonic()
-                frame = _runs_frame(spark, chunk, slots).mapInArrow(task, _spark_schema(schema))
-                failed += _write_chunk(spark, frame, out, index, on_write)
-                timing.append((len(chunk), time.monotonic() - chunk_started))
-                bar.advance(len(chunk))
+            with ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="sweep-chunk") as pool:
+                try:
+                    chunks = _chunks(todo, slots=slots, chunk_runs=chunk_runs, rate=rate)
+                    for index, chunk in enumerate(chunks):
+                        if len(in_flight) == IN_FLIGHT:
+                            finish_oldest()
+                        in_flight.append(pool.submit(one_chunk, index, chunk))
+                    while in_flight:
+                        finish_oldest()
+                except BaseException:
+                    # Ctrl-C or a failed chunk: stop the other chunk's job too, and wait for
+                    # its thread (what it wrote without its runs/ row is removed on resume)
+                    context.cancelJobGroup(group)
+                    wait(in_flight)
+                    raise
         finally:
             bar.close()
             if owned is not None:
@@ -540,7 +676,7 @@ def run_sweep(
 
         report_path = write_sweep_report(out, grid, heatmap_axes=heatmap_axes)
     return SweepResult(
-        out=out,
+        out=location if _is_uri(location) else Path(out),
         total=len(runs),
         skipped=skipped,
         ran=len(todo),
@@ -561,7 +697,8 @@ def read_runs(out: str | Path, grid: Grid | None = None) -> pa.Table:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    table = ds.dataset(Path(out) / "runs", format="parquet").to_table()
+    fs, base = out_filesystem(out_location(out))
+    table = ds.dataset(f"{base}/runs", format="parquet", filesystem=fs).to_table()
     if grid is not None:
         wanted = [r.run_id for r in grid.runs()]
         table = table.filter(pc.is_in(table.column("run_id"), value_set=_pa_strings(wanted)))

@@ -111,11 +111,11 @@ def _membership(assignors: Any, static: Any) -> str:
 
 def write_sweep_report(
     out: str | Path, grid: Grid, *, heatmap_axes: tuple[str, str] | None = None
-) -> Path:
-    """Write ``out/report/`` from ``out/runs/`` (the grid's runs); return index.html."""
+) -> Path | str:
+    """Write ``out/report/`` from ``out/runs/`` (the grid's runs); return index.html (a
+    URI when ``out`` is one: the report is made in a local directory, then copied there)."""
     from groupcoord.pipeline.sweep import read_runs
 
-    out = Path(out)
     frame = read_runs(out, grid).to_pandas()
     title = f"Sweep: {grid.path.name if grid.path else 'grid'}"
     report = Report(title)
@@ -161,7 +161,32 @@ def write_sweep_report(
             ],
             caption="Each run's exception (type, message, where); the sweep went on.",
         )
-    return report.write(out / "report")
+    if "://" not in str(out):
+        return report.write(Path(out) / "report")
+    return _write_to_uri(report, str(out))
+
+
+def _write_to_uri(report: Report, out: str) -> str:
+    """``report`` into ``out/report/`` on the filesystem of the URI ``out`` (matplotlib and
+    the CSV writer need local files: they are written to a temporary directory first)."""
+    import tempfile
+
+    import pyarrow.fs as pafs
+
+    from groupcoord.pipeline.sweep import out_filesystem, out_location
+
+    location = out_location(out)
+    fs, base = out_filesystem(location)
+    with tempfile.TemporaryDirectory(prefix="groupcoord-report-") as local:
+        report.write(local)
+        fs.create_dir(f"{base}/report", recursive=True)
+        pafs.copy_files(
+            local,
+            f"{base}/report",
+            source_filesystem=pafs.LocalFileSystem(),
+            destination_filesystem=fs,
+        )
+    return f"{location}/report/index.html"
 
 
 def _in_grid_order(frame: pd.DataFrame, order: dict[str, list[Any]]) -> pd.DataFrame:
