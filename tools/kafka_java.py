@@ -77,6 +77,18 @@ def command(source: Path, version: str, *args: str, jvm_args: tuple[str, ...] = 
     ]  # fmt: skip
 
 
+def tool_command(version: str, artifact: str, main: str, *args: str) -> list[str]:
+    """``java ... main args`` on ``org.apache.kafka:artifact:version``'s classpath: one of
+    Kafka's own command line tools, e.g. ``("4.3.1", "kafka-tools",
+    "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--list", ...)``, what
+    ``bin/kafka-consumer-groups.sh`` runs."""
+    java = shutil.which("java") or "java"
+    return [
+        java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+        "-cp", classpath(version, artifact), main, *args,
+    ]  # fmt: skip
+
+
 def main() -> None:
     import argparse
 
