@@ -6,8 +6,8 @@ Java (a JDK: some tests compile small programs) or Maven cannot be found. Anythi
 that goes wrong (Maven Central unreachable, a broker that does not start) fails the test.
 
 The broker itself is ``tools/kafka_broker.py`` (one implementation, used by the fixture
-scripts in ``tools/`` too); it is loaded from there by path, since ``tools/`` is not a
-package.
+scripts in ``tools/`` too), the Java programs are compiled by ``tools/kafka_java.py``; they
+are loaded from there by path, since ``tools/`` is not a package.
 """
 
 from __future__ import annotations
@@ -40,11 +40,16 @@ def missing_java_or_maven() -> str | None:
 
 def kafka_broker_module() -> ModuleType:
     """``tools/kafka_broker.py`` as a module (cached in ``sys.modules``)."""
-    name = "kafka_broker"
+    return tools_module("kafka_broker")
+
+
+def tools_module(name: str) -> ModuleType:
+    """``tools/<name>.py`` as a module (cached in ``sys.modules``): ``kafka_broker``, or
+    ``kafka_java`` (compiles and runs the tests' small Java programs)."""
     module = sys.modules.get(name)
     if module is not None:
         return module
-    spec = importlib.util.spec_from_file_location(name, TOOLS / "kafka_broker.py")
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

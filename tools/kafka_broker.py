@@ -42,7 +42,7 @@ POM = """<?xml version="1.0" encoding="UTF-8"?>
   <packaging>pom</packaging>
   <dependencies>
     <dependency>
-      <groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
+      <groupId>org.apache.kafka</groupId><artifactId>{artifact}</artifactId>
       <version>{kafka}</version>
     </dependency>
     <dependency>
@@ -78,14 +78,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def classpath(version: str) -> str:
-    """The broker's runtime classpath (resolved by Maven, cached in ~/.m2)."""
-    cache = Path.home() / ".cache" / "groupcoord" / f"kafka-{version}"
+def classpath(version: str, artifact: str = "kafka_2.13") -> str:
+    """The runtime classpath of ``org.apache.kafka:artifact:version`` (resolved by Maven,
+    cached in ~/.m2), with log4j2 behind slf4j: by default the broker's, which holds the
+    Java client (kafka-clients) of the same version too; ``kafka-tools`` is the command
+    line tools (``kafka-consumer-groups``' ConsumerGroupCommand)."""
+    name = f"kafka-{version}" if artifact == "kafka_2.13" else f"{artifact}-{version}"
+    cache = Path.home() / ".cache" / "groupcoord" / name
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / "classpath.txt"
     if out.exists() and all(Path(p).exists() for p in out.read_text().split(os.pathsep)):
         return out.read_text().strip()
-    (cache / "pom.xml").write_text(POM.format(kafka=version, log4j=LOG4J_VERSION))
+    pom = POM.format(artifact=artifact, kafka=version, log4j=LOG4J_VERSION)
+    (cache / "pom.xml").write_text(pom)
     subprocess.run(
         [
             "mvn", "-q", "-B", "dependency:build-classpath",

@@ -30,6 +30,19 @@ AGENT_SCRIPTS = {
     "confluent": HERE / "agent_confluent.py",
 }
 
+#: Kafka's own Java KafkaConsumer (tests marked ``kafka``): compiled by tools/kafka_java.py
+JAVA_AGENT = HERE / "JavaAgent.java"
+
+
+def agent_command(client: str, settings_json: str) -> list[str]:
+    """The command line of one consumer agent of ``client`` ("java" or AGENT_SCRIPTS')."""
+    if client == "java":
+        from kafka_oracle import KAFKA_LATEST, tools_module
+
+        return tools_module("kafka_java").command(JAVA_AGENT, KAFKA_LATEST, settings_json)
+    return [sys.executable, str(AGENT_SCRIPTS[client]), settings_json]
+
+
 #: server flags that make rebalances quick enough for CI
 FAST_GROUP_FLAGS = (
     "--group-min-session-timeout-ms", "1000", "--group-initial-rebalance-delay-ms", "0",
@@ -76,7 +89,7 @@ class ConsumerProcess:
         self._events: list[Event] = []
         with self.stderr_path.open("w") as stderr:
             self.proc = subprocess.Popen(
-                [sys.executable, str(AGENT_SCRIPTS[client]), json.dumps(asdict(settings))],
+                agent_command(client, json.dumps(asdict(settings))),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
