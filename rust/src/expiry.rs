@@ -21,13 +21,12 @@
 //!
 //! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
 
-use std::collections::HashMap;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use crate::timer::{
-    prefetch, Deadlines, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel,
-};
+use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::timer::{prefetch, Deadlines, Fired, TimeWentBackwards, TimerWheel};
 
 /// The three deadlines a member can have. The discriminant is the wheel key offset and the
 /// tie-break order among kinds sharing a deadline (declaration order, not alphabetical).
@@ -269,7 +268,11 @@ pub struct StaleHandle {
 
 #[inline]
 fn member_hash(group: u32, id: &[u8]) -> u64 {
-    let mut h = FastHasher::default();
+    // The intern table takes its tag and slot from the top 32 bits. FxHash puts there bits
+    // 6..38 of its last multiply, which depend on the low 38 bits of that multiply's input:
+    // the group handle plus the id's byte hash, a folded 128-bit product with every bit
+    // mixed, so they are well spread too.
+    let mut h = FxHasher::default();
     h.write_u32(group);
     h.write(id);
     h.finish()
@@ -448,7 +451,7 @@ pub struct MemberExpiry {
     wheel: TimerWheel,
     groups: Vec<Option<Group>>,
     free_groups: Vec<u32>,
-    group_index: HashMap<GroupKey, u32, FastBuild>,
+    group_index: FxHashMap<GroupKey, u32>,
     members: Vec<Option<Member>>,
     /// Per member slot, live or free: `generation << PENDING_BITS | pending`, where bit
     /// `kind as u8` of `pending` is set iff that deadline is scheduled in the wheel (so a

@@ -30,7 +30,8 @@
 //! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+
+use rustc_hash::FxHashMap;
 
 /// Bits of the deadline each level resolves. 64 slots per level make a level's occupancy
 /// one `u64` bitmap, so "next occupied slot" is a single `trailing_zeros`.
@@ -142,76 +143,6 @@ const fn list_id(level: usize, slot: usize) -> u32 {
 }
 
 // ---------------------------------------------------------------------------------------
-// Hashing for sparse keys and (in `expiry`) interned strings.
-// ---------------------------------------------------------------------------------------
-
-/// A small fast hasher (FxHash-style word mixing plus a final avalanche so the high bits
-/// SwissTable uses for its control bytes are well mixed). Not DoS-resistant: keys are
-/// member handles and ids the coordinator itself accepted, not attacker-chosen map keys
-/// in a hot loop; std's SipHash would cost more than the whole wheel operation.
-#[derive(Default, Clone, Copy)]
-pub struct FastHasher(u64);
-
-const FX_K: u64 = 0x517c_c1b7_2722_0a95;
-
-impl FastHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_K);
-    }
-}
-
-impl Hasher for FastHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        // splitmix64 finaliser
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes([
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-            ]));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-}
-
-/// `BuildHasher` for [`FastHasher`].
-pub type FastBuild = BuildHasherDefault<FastHasher>;
-
-// ---------------------------------------------------------------------------------------
 // Key index: key -> node.
 // ---------------------------------------------------------------------------------------
 
@@ -220,10 +151,14 @@ pub type FastBuild = BuildHasherDefault<FastHasher>;
 /// anything else goes to a hash map. The vector only grows to cover a key while that
 /// keeps it at least ~1/8 full (`key < 4 * live`, doubled by power-of-two rounding), so a
 /// few huge keys cannot make it allocate gigabytes.
+///
+/// The map hashes with FxHash (`rustc-hash`): keys are member handles and ids the
+/// coordinator itself accepted, not attacker-chosen map keys in a hot loop, and std's
+/// SipHash would cost more than the whole wheel operation.
 #[derive(Default)]
 struct KeyIndex {
     direct: Vec<u32>,
-    sparse: HashMap<u64, u32, FastBuild>,
+    sparse: FxHashMap<u64, u32>,
 }
 
 impl KeyIndex {
