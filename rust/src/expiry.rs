@@ -26,7 +26,8 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use crate::timer::{prefetch, Deadlines, Fired, TimeWentBackwards, TimerWheel};
+use crate::prefetch::prefetch;
+use crate::timer::{Deadlines, Fired, TimeWentBackwards, TimerWheel};
 
 /// The three deadlines a member can have. The discriminant is the wheel key offset and the
 /// tie-break order among kinds sharing a deadline (declaration order, not alphabetical).
