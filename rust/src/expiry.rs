@@ -21,13 +21,13 @@
 //!
 //! This module has no PyO3: `crate::bindings::timer` adapts it to Python.
 
-use std::collections::HashMap;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use crate::timer::{
-    prefetch, Deadlines, FastBuild, FastHasher, Fired, TimeWentBackwards, TimerWheel,
-};
+use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::prefetch::prefetch;
+use crate::timer::{Deadlines, Fired, TimeWentBackwards, TimerWheel};
 
 /// The three deadlines a member can have. The discriminant is the wheel key offset and the
 /// tie-break order among kinds sharing a deadline (declaration order, not alphabetical).
@@ -207,7 +207,7 @@ impl std::hash::Hash for GroupKey {
 /// A group: its name and the handles of its members (for `remove_group`).
 struct Group {
     name: Arc<[u8]>,
-    /// The name again, inline when short: what [`GroupMemo`] validates against.
+    /// The name again, inline when short: what [`Groups::is_named`] compares with.
     key: GroupKey,
     members: Vec<u32>,
 }
@@ -269,7 +269,11 @@ pub struct StaleHandle {
 
 #[inline]
 fn member_hash(group: u32, id: &[u8]) -> u64 {
-    let mut h = FastHasher::default();
+    // The intern table takes its tag and slot from the top 32 bits. FxHash puts there bits
+    // 6..38 of its last multiply, which depend on the low 38 bits of that multiply's input:
+    // the group handle plus the id's byte hash, a folded 128-bit product with every bit
+    // mixed, so they are well spread too.
+    let mut h = FxHasher::default();
     h.write_u32(group);
     h.write(id);
     h.finish()
@@ -399,46 +403,95 @@ impl InternTable {
     }
 }
 
-/// Which group a batch item names, remembered by the address of the caller's bytes.
-///
-/// Why: a heartbeat batch names its groups by the same few objects over and over (the
-/// bindings pass the UTF-8 inside each `str`). A direct-mapped array indexed by that
-/// address finds the handle with one access whose location is known in advance (so it can
-/// be prefetched), where a hash map lookup is two dependent misses. An entry is trusted
-/// without checking within the call that wrote it (`stamp`); from an earlier call it is
-/// checked against the group's inline name first, since the address may have been reused.
+/// The interned groups: handle -> group, name -> handle, and the handles free for reuse.
+/// A group is live while it has a member; a batch hands this table to its [`GroupLookup`].
 #[derive(Default)]
-struct GroupMemo {
-    entries: Vec<MemoEntry>,
-    stamp: u32,
+pub struct Groups {
+    slots: Vec<Option<Group>>,
+    free: Vec<u32>,
+    index: FxHashMap<GroupKey, u32>,
 }
 
-#[derive(Clone, Copy, Default)]
-struct MemoEntry {
-    ptr: usize,
-    len: usize,
-    group: u32,
-    stamp: u32,
-}
-
-impl GroupMemo {
-    /// Starts a call: sizes the array for `groups` live groups and moves the stamp on.
-    fn begin(&mut self, groups: usize) {
-        let want = (4 * groups).clamp(256, 1 << 20).next_power_of_two();
-        if self.entries.len() < want {
-            self.entries = vec![MemoEntry::default(); want];
-        }
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            self.entries.fill(MemoEntry::default());
-            self.stamp = 1;
-        }
+impl Groups {
+    /// Number of live groups.
+    pub fn len(&self) -> usize {
+        self.index.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The handle of the group `name`, if it is live.
     #[inline]
-    fn slot(&self, bytes: &[u8]) -> usize {
-        let bits = self.entries.len().trailing_zeros();
-        ((bytes.as_ptr() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    pub fn get(&self, name: &[u8]) -> Option<u32> {
+        self.index.get(name).copied()
+    }
+
+    /// The handle of the group `name`, interned if new. Within a batch the caller gives the
+    /// group a member at once (a live group always has one).
+    #[inline]
+    pub fn intern(&mut self, name: &[u8]) -> u32 {
+        if let Some(&g) = self.index.get(name) {
+            return g;
+        }
+        let key = GroupKey::new(name);
+        let group = Group {
+            name: Arc::from(name),
+            key: key.clone(),
+            members: Vec::new(),
+        };
+        let g = match self.free.pop() {
+            Some(g) => {
+                self.slots[g as usize] = Some(group);
+                g
+            }
+            None => {
+                self.slots.push(Some(group));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 groups")
+            }
+        };
+        self.index.insert(key, g);
+        g
+    }
+
+    /// Whether `g` is a live group named `name`: the check for a handle remembered from
+    /// an earlier batch, since handles are reused once a group has no member left.
+    #[inline]
+    pub fn is_named(&self, g: u32, name: &[u8]) -> bool {
+        let group = self.slots.get(g as usize).and_then(Option::as_ref);
+        group.is_some_and(|group| group.key.as_bytes() == name)
+    }
+}
+
+/// How a batch ([`MemberExpiry::set_deadlines_with`]) finds the group handle of each item.
+///
+/// [`MemberExpiry::set_deadlines`] looks every name up in the group index ([`ByName`]). A
+/// caller that knows more about where its names come from can remember answers instead:
+/// the Python bindings see the same few `str` objects over and over, and remember handles
+/// by the address of their UTF-8, which only they can know is stable.
+pub trait GroupLookup {
+    /// A batch starts; `live_groups` groups are live.
+    fn begin(&mut self, live_groups: usize);
+    /// `name` is resolved a few items from now: a prefetch hint.
+    fn prefetch(&self, name: &[u8]);
+    /// The handle of the group `name`, interned if new: what `groups.intern(name)` returns.
+    /// A handle stays valid for the whole batch (a batch releases nothing); one remembered
+    /// from an earlier batch must be checked with [`Groups::is_named`] first.
+    fn resolve(&mut self, groups: &mut Groups, name: &[u8]) -> u32;
+}
+
+/// The plain [`GroupLookup`]: the group index, for every item.
+pub struct ByName;
+
+impl GroupLookup for ByName {
+    fn begin(&mut self, _live_groups: usize) {}
+
+    fn prefetch(&self, _name: &[u8]) {}
+
+    #[inline]
+    fn resolve(&mut self, groups: &mut Groups, name: &[u8]) -> u32 {
+        groups.intern(name)
     }
 }
 
@@ -446,9 +499,7 @@ impl GroupMemo {
 #[derive(Default)]
 pub struct MemberExpiry {
     wheel: TimerWheel,
-    groups: Vec<Option<Group>>,
-    free_groups: Vec<u32>,
-    group_index: HashMap<GroupKey, u32, FastBuild>,
+    groups: Groups,
     members: Vec<Option<Member>>,
     /// Per member slot, live or free: `generation << PENDING_BITS | pending`, where bit
     /// `kind as u8` of `pending` is set iff that deadline is scheduled in the wheel (so a
@@ -461,7 +512,6 @@ pub struct MemberExpiry {
     /// Scratch for `expire` and `set_deadlines`, kept to avoid allocations per call.
     fired: Vec<Fired>,
     resolved: Vec<(u32, u64)>,
-    memo: GroupMemo,
 }
 
 impl MemberExpiry {
@@ -494,7 +544,7 @@ impl MemberExpiry {
 
     /// Groups with at least one such member.
     pub fn group_count(&self) -> usize {
-        self.group_index.len()
+        self.groups.len()
     }
 
     /// Member handle slots allocated (live + free): stays at the peak member count, however
@@ -505,7 +555,7 @@ impl MemberExpiry {
 
     /// Group handle slots allocated (live + free).
     pub fn group_slots(&self) -> usize {
-        self.groups.len()
+        self.groups.slots.len()
     }
 
     /// A heartbeat at `now_ms`: the SESSION deadline becomes `now_ms + session_timeout_ms`.
@@ -524,7 +574,7 @@ impl MemberExpiry {
     /// Sets (or replaces) the member's deadline of `kind`. A deadline at or before the
     /// current time fires on the next `expire`.
     pub fn set_deadline(&mut self, group: &[u8], member: &[u8], kind: Kind, deadline_ms: i64) {
-        let g = self.intern_group(group);
+        let g = self.groups.intern(group);
         let hash = member_hash(g, member);
         let m = self.intern_member(g, member, hash);
         self.schedule(m, kind, deadline_ms);
@@ -532,14 +582,22 @@ impl MemberExpiry {
 
     /// Sets the deadline of `kind` for many members at once, in order: `items` holds
     /// `(group, member, deadline_ms)`; the same as `set_deadline` in a loop.
+    pub fn set_deadlines(&mut self, kind: Kind, items: &[(&[u8], &[u8], i64)]) {
+        self.set_deadlines_with(kind, items, &mut ByName);
+    }
+
+    /// [`set_deadlines`](Self::set_deadlines), with the items' groups found by `groups`.
     ///
     /// Why a separate path: at a million members each item is a chain of dependent cache
     /// misses (table slot, member record, id bytes, wheel index, wheel node). The loop first
     /// resolves groups and hashes, then runs a few items ahead of itself prefetching each
-    /// stage, so the misses of consecutive items overlap. Consecutive items naming their
-    /// group by the same slice (same pointer and length, as the bindings produce for the
-    /// same `str` object) skip the group lookup.
-    pub fn set_deadlines(&mut self, kind: Kind, items: &[(&[u8], &[u8], i64)]) {
+    /// stage, so the misses of consecutive items overlap.
+    pub fn set_deadlines_with(
+        &mut self,
+        kind: Kind,
+        items: &[(&[u8], &[u8], i64)],
+        groups: &mut impl GroupLookup,
+    ) {
         // Items are resolved (group handle, hash) a chunk at a time, just ahead of the
         // main loop, so the id bytes hashed here are still in cache when compared there.
         const CHUNK: usize = 256;
@@ -549,22 +607,22 @@ impl MemberExpiry {
         const ID_AHEAD: usize = 5;
         let mut resolved = std::mem::take(&mut self.resolved);
         resolved.clear();
-        self.memo.begin(self.group_index.len() + 1);
+        groups.begin(self.groups.len());
         for (i, &(_, member, deadline)) in items.iter().enumerate() {
             if i + SLOT_AHEAD >= resolved.len() && resolved.len() < items.len() {
                 let (begin, end) = (resolved.len(), (resolved.len() + CHUNK).min(items.len()));
                 for j in begin..end {
                     let (group, member, _) = items[j];
                     // The ids are the caller's, wherever they live: start loading the
-                    // next ones (and their memo entries) while this one is hashed.
+                    // next ones (and what their group lookup reads) while this one is hashed.
                     if let Some(&(ahead_group, ahead, _)) = items.get(j + 4) {
                         if let (Some(first), Some(last)) = (ahead.first(), ahead.last()) {
                             prefetch(first);
                             prefetch(last);
                         }
-                        prefetch(&self.memo.entries[self.memo.slot(ahead_group)]);
+                        groups.prefetch(ahead_group);
                     }
-                    let g = self.memo_group(group);
+                    let g = groups.resolve(&mut self.groups, group);
                     resolved.push((g, member_hash(g, member)));
                 }
             }
@@ -598,31 +656,6 @@ impl MemberExpiry {
             self.schedule(m, kind, deadline);
         }
         self.resolved = resolved;
-    }
-
-    /// The handle of `group` (interned if new), through the memo.
-    #[inline]
-    fn memo_group(&mut self, group: &[u8]) -> u32 {
-        let slot = self.memo.slot(group);
-        let e = self.memo.entries[slot];
-        if e.ptr == group.as_ptr() as usize && e.len == group.len() {
-            if e.stamp == self.memo.stamp {
-                return e.group;
-            }
-            let same = self.groups.get(e.group as usize).and_then(Option::as_ref);
-            if same.is_some_and(|g| g.key.as_bytes() == group) {
-                self.memo.entries[slot].stamp = self.memo.stamp;
-                return e.group;
-            }
-        }
-        let g = self.intern_group(group);
-        self.memo.entries[slot] = MemoEntry {
-            ptr: group.as_ptr() as usize,
-            len: group.len(),
-            group: g,
-            stamp: self.memo.stamp,
-        };
-        g
     }
 
     /// The handle in the first slot a lookup of `hash` probes, if its tag matches: what a
@@ -745,14 +778,14 @@ impl MemberExpiry {
 
     /// Drops every deadline of every member of `group`; returns how many members it had.
     pub fn remove_group(&mut self, group: &[u8]) -> usize {
-        let Some(&g) = self.group_index.get(group) else {
+        let Some(g) = self.groups.get(group) else {
             return 0;
         };
-        let entry = self.groups[g as usize]
+        let entry = self.groups.slots[g as usize]
             .take()
             .expect("indexed group is live");
-        self.group_index.remove(group);
-        self.free_groups.push(g);
+        self.groups.index.remove(group);
+        self.groups.free.push(g);
         for &m in &entry.members {
             let member = self.members[m as usize]
                 .take()
@@ -798,7 +831,7 @@ impl MemberExpiry {
             let member = self.members[m as usize]
                 .as_ref()
                 .expect("fired member is live");
-            let group = self.groups[member.group as usize]
+            let group = self.groups.slots[member.group as usize]
                 .as_ref()
                 .expect("member's group is live");
             out.push(Expired {
@@ -831,7 +864,7 @@ impl MemberExpiry {
     // --- interning ---------------------------------------------------------------------------
 
     fn lookup(&self, group: &[u8], member: &[u8]) -> Option<u32> {
-        let &g = self.group_index.get(group)?;
+        let g = self.groups.get(group)?;
         self.find_member(g, member, member_hash(g, member))
     }
 
@@ -846,36 +879,11 @@ impl MemberExpiry {
     }
 
     #[inline]
-    fn intern_group(&mut self, name: &[u8]) -> u32 {
-        if let Some(&g) = self.group_index.get(name) {
-            return g;
-        }
-        let key = GroupKey::new(name);
-        let group = Group {
-            name: Arc::from(name),
-            key: key.clone(),
-            members: Vec::new(),
-        };
-        let g = match self.free_groups.pop() {
-            Some(g) => {
-                self.groups[g as usize] = Some(group);
-                g
-            }
-            None => {
-                self.groups.push(Some(group));
-                u32::try_from(self.groups.len() - 1).expect("fewer than 2^32 groups")
-            }
-        };
-        self.group_index.insert(key, g);
-        g
-    }
-
-    #[inline]
     fn intern_member(&mut self, g: u32, id: &[u8], hash: u64) -> u32 {
         if let Some(m) = self.find_member(g, id, hash) {
             return m;
         }
-        let group = self.groups[g as usize]
+        let group = self.groups.slots[g as usize]
             .as_mut()
             .expect("interned group is live");
         let member = Member {
@@ -937,7 +945,7 @@ impl MemberExpiry {
         self.free_members.push(m);
         self.member_count -= 1;
         let g = member.group;
-        let group = self.groups[g as usize]
+        let group = self.groups.slots[g as usize]
             .as_mut()
             .expect("member's group is live");
         let pos = member.group_pos as usize;
@@ -949,9 +957,9 @@ impl MemberExpiry {
                 .group_pos = member.group_pos;
         }
         if group.members.is_empty() {
-            let group = self.groups[g as usize].take().expect("checked above");
-            self.group_index.remove(&group.name[..]);
-            self.free_groups.push(g);
+            let group = self.groups.slots[g as usize].take().expect("checked above");
+            self.groups.index.remove(&group.name[..]);
+            self.groups.free.push(g);
         }
     }
 
@@ -960,8 +968,8 @@ impl MemberExpiry {
     pub fn debug_state(&self) -> String {
         format!(
             "MemberExpiry {{ groups: {} ({} slots), members: {} ({} slots), table: {}/{}, {} }}",
-            self.group_index.len(),
             self.groups.len(),
+            self.groups.slots.len(),
             self.member_count,
             self.members.len(),
             self.table.len,
@@ -1012,6 +1020,7 @@ impl MemberExpiry {
             }
             let Some(group) = self
                 .groups
+                .slots
                 .get(member.group as usize)
                 .and_then(Option::as_ref)
             else {
@@ -1051,13 +1060,13 @@ impl MemberExpiry {
             return Err(format!("wheel holds keys of no member; {}", state()));
         }
         let mut live_groups = 0usize;
-        for (g, slot) in self.groups.iter().enumerate() {
+        for (g, slot) in self.groups.slots.iter().enumerate() {
             let Some(group) = slot else { continue };
             live_groups += 1;
             if group.members.is_empty() {
                 return Err(format!("group {g} is live with no members; {}", state()));
             }
-            if self.group_index.get(&group.name[..]) != Some(&(g as u32)) {
+            if self.groups.index.get(&group.name[..]) != Some(&(g as u32)) {
                 return Err(format!("group {g} is not indexed; {}", state()));
             }
             for &m in &group.members {
@@ -1072,10 +1081,10 @@ impl MemberExpiry {
                 }
             }
         }
-        if live_groups != self.group_index.len() {
+        if live_groups != self.groups.len() {
             return Err(format!(
                 "{live_groups} live groups, {} indexed; {}",
-                self.group_index.len(),
+                self.groups.len(),
                 state()
             ));
         }
@@ -1092,9 +1101,9 @@ impl MemberExpiry {
         {
             return Err(format!("member free list is inconsistent; {}", state()));
         }
-        if !free_ok(&self.free_groups, self.groups.len(), &|g| {
-            self.groups[g as usize].is_some()
-        }) || self.free_groups.len() + live_groups != self.groups.len()
+        if !free_ok(&self.groups.free, self.groups.slots.len(), &|g| {
+            self.groups.slots[g as usize].is_some()
+        }) || self.groups.free.len() + live_groups != self.groups.slots.len()
         {
             return Err(format!("group free list is inconsistent; {}", state()));
         }

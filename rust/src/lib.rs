@@ -5,6 +5,7 @@ pub mod assign;
 mod bindings;
 pub mod consumer_protocol;
 pub mod expiry;
+mod prefetch;
 pub mod timer;
 
 use pyo3::prelude::*;

@@ -4,6 +4,7 @@
 mod assign;
 mod assign_input;
 mod errors;
+mod group_memo;
 mod tuple_maker;
 
 use pyo3::prelude::*;

@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyList, PyString, PyTuple};
 
+use super::group_memo::GroupMemo;
 use crate::expiry::{self, ExpiryError, Kind, MemberExpiry, StaleHandle};
 use crate::timer::{Deadlines, Fired, TimeWentBackwards, TimerWheel};
 
@@ -874,6 +875,8 @@ fn untrack(obj: &Bound<'_, ExpiredPy>) {
 pub struct MemberExpiryPy {
     table: MemberExpiry,
     out: Vec<expiry::Expired>,
+    /// `heartbeat_many`'s group handles by `str` address, kept across calls.
+    memo: GroupMemo,
 }
 
 #[pymethods]
@@ -885,6 +888,7 @@ impl MemberExpiryPy {
         MemberExpiryPy {
             table: MemberExpiry::new(now),
             out: Vec::new(),
+            memo: GroupMemo::default(),
         }
     }
 
@@ -977,7 +981,8 @@ impl MemberExpiryPy {
             };
             items.push((g, batch.get(i), d));
         }
-        self.table.set_deadlines(Kind::Session, &items);
+        self.table
+            .set_deadlines_with(Kind::Session, &items, &mut self.memo);
         Ok(())
     }
 
