@@ -22,6 +22,32 @@ failover, as Kafka's offsets topic does); each member process is a
   ``network.latency_ms``, in order per connection. FindCoordinator is a round trip too.
 
 Heartbeats are simulated one by one, through the same code a real member and the server run.
+
+**The order of simultaneous events.** Time is in whole milliseconds, so many events fall
+in the same one. They run in an order that depends only on what they are, never on when
+they were queued: each queued event has the key (t, round, rank, process, sub-order), and
+the smallest key runs first.
+
+- *round*: 0 for an event queued before its millisecond began; an event queued for the
+  millisecond being run (a zero delay: a latency or a downtime of 0, a coordinator
+  deadline already due) gets the round of the event that queued it plus one, so it runs
+  after that event and after everything already due in that millisecond (a cause always
+  comes before its effect).
+- *rank*, within a round: timeline events (by their index in the timeline), a coordinator
+  coming back up, the next member of a rolling restart starting (by member number), a
+  pause ending, a network partition ending, the coordinator's timers, requests reaching
+  the coordinator, answers and failures reaching members, coordinator lookups ending,
+  members' own wake-ups, members' metadata refreshes.
+- *process*: the member's number, then its incarnation (a restarted member is a new one).
+- *sub-order*: on one connection, the order in which requests were sent (at the
+  coordinator) or answers were sent (at the member).
+
+Every order of simultaneous events at different places is one a real system can show (none
+of them can see the others within the millisecond), and within one place a cause precedes
+its effects. Only a live event and superseded copies of it (a wake-up, a coordinator tick
+replaced by an earlier one, which are ignored when they run) can share a whole key;
+a queue counter breaks such ties. So the order, and the outputs, do not change when work
+is skipped or done at another moment, as long as the same events run.
 """
 
 from __future__ import annotations
@@ -69,6 +95,28 @@ from groupcoord.types import TopicPartition
 
 __all__ = ["Engine"]
 
+# The order of simultaneous events (see the module documentation): a queued event's key is
+# one int, (t, round, rank, process, sub-order) from the most significant bits down.
+_T_SHIFT = 100
+_ROUND_SHIFT = 84
+_ROUND_MASK = 0xFFFF
+_RANK_SHIFT = 80
+_PROC_SHIFT = 40
+_INCARNATION_BITS = 16
+_INCARNATION_MASK = (1 << _INCARNATION_BITS) - 1
+# ranks, in the order they run within one millisecond and round
+_TIMELINE = 0  # process field: the event's index in the timeline
+_COORDINATOR_UP = 1
+_RESTART = 2  # the next member of a rolling restart starts (process field: its number)
+_RESUME = 3  # a pause ends
+_HEAL = 4  # a network partition ends
+_TICK = 5  # the coordinator's timers
+_REQUEST = 6  # a request reaches the coordinator (sub-order: its place on the connection)
+_ANSWER = 7  # an answer (or a failure) reaches a member (sub-order: place on the connection)
+_LOOKUP = 8  # FindCoordinator's round trip ends
+_WAKE = 9  # a member's own wake-up (application loop, heartbeat thread, timers)
+_METADATA = 10  # a member's metadata refresh
+
 Progress = Callable[[int, int], None]
 
 
@@ -115,6 +163,12 @@ class Process:
     #: answers read later (the process is paused, or has no heartbeat thread and is busy)
     buffered: list[AnyResponse] = field(default_factory=list)
     lookup_in_flight: bool = False
+    #: this incarnation's place in the order of simultaneous events (``_proc_key``)
+    key: int = 0
+    #: requests sent / answers (or failures) scheduled on its connection: the order of
+    #: simultaneous arrivals on one connection
+    up_seq: int = 0
+    down_seq: int = 0
     wake_at: int | None = None
     #: ``wake_at`` when that wake-up is not queued yet: set only while the process waits
     #: for a heartbeat's answer, whose arrival steps it first (see ``Engine._set_wake``)
@@ -154,7 +208,10 @@ class Engine:
         self.now = 0
         self.end_ms = scenario.duration_ms
         self._queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        #: breaks ties between equal keys only (see the module documentation)
         self._seq = itertools.count()
+        #: the round of the event being handled (-1: setting up, before the first event)
+        self._round = -1
         g, c = scenario.group, scenario.consumer
         self.group_id: str = g.group_id
         self.thread: bool = c.heartbeat_thread
@@ -197,12 +254,15 @@ class Engine:
         for _ in range(self.scenario.group.members):
             self._start_member(self._next_number)
         for i, event in enumerate(self.scenario.timeline):
-            self._push(event.at_ms, self._timeline, (i, event))
+            self._push(event.at_ms, _TIMELINE, i, 0, self._timeline, (i, event))
         queue, end = self._queue, self.end_ms
         progress, events = self.progress, 0
-        while queue and queue[0][0] <= end:
-            t, _, handler, args = heapq.heappop(queue)
+        limit = (end + 1) << _T_SHIFT
+        while queue and queue[0][0] < limit:
+            key, _, handler, args = heapq.heappop(queue)
+            t = key >> _T_SHIFT
             self.now = t
+            self._round = (key >> _ROUND_SHIFT) & _ROUND_MASK
             handler(*args)
             events += 1
             if progress is not None and events & 0x3FFF == 0:
@@ -216,8 +276,31 @@ class Engine:
             progress(end, end)
         return self.recorder
 
-    def _push(self, t: int, handler: Callable[..., None], args: tuple[Any, ...]) -> None:
-        heapq.heappush(self._queue, (t, next(self._seq), handler, args))
+    def _push(
+        self,
+        t: int,
+        rank: int,
+        proc: int,
+        sub: int,
+        handler: Callable[..., None],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Queue ``handler(*args)`` at ``t`` with the canonical key of (rank, proc, sub)."""
+        now = self.now
+        if t > now:
+            key = (t << _T_SHIFT) | (rank << _RANK_SHIFT) | (proc << _PROC_SHIFT) | sub
+        else:
+            assert t == now, (t, now)
+            round_ = self._round + 1
+            assert round_ <= _ROUND_MASK
+            key = (
+                (t << _T_SHIFT)
+                | (round_ << _ROUND_SHIFT)
+                | (rank << _RANK_SHIFT)
+                | (proc << _PROC_SHIFT)
+                | sub
+            )
+        heapq.heappush(self._queue, (key, next(self._seq), handler, args))
 
     # ------------------------------------------------------------------ coordinator
 
@@ -241,7 +324,7 @@ class Engine:
         deadline = max(deadline, self.now)
         if self._coordinator_wake is None or deadline < self._coordinator_wake:
             self._coordinator_wake = deadline
-            self._push(deadline, self._coordinator_tick, (coordinator, deadline))
+            self._push(deadline, _TICK, 0, 0, self._coordinator_tick, (coordinator, deadline))
 
     def _coordinator_tick(self, coordinator: GroupCoordinator, at: int) -> None:
         if coordinator is not self.coordinator or self._coordinator_wake != at:
@@ -259,7 +342,12 @@ class Engine:
             answer_ms = self._down_arrival(process)
             self._release_held_wake(process, answer_ms)
             self._push(
-                answer_ms, self._failed_at_member, (process, request, CoordinatorNotAvailableError)
+                answer_ms,
+                _ANSWER,
+                process.key,
+                process.down_seq,
+                self._failed_at_member,
+                (process, request, CoordinatorNotAvailableError),
             )
             return
         self._route(coordinator.handle(request, self.now))
@@ -280,13 +368,19 @@ class Engine:
             answer_ms = self._down_arrival(process)
             if process.held_wake is not None:
                 self._release_held_wake(process, answer_ms)
-            heapq.heappush(
-                self._queue, (answer_ms, next(self._seq), self._at_member, (process, response))
+            self._push(
+                answer_ms,
+                _ANSWER,
+                process.key,
+                process.down_seq,
+                self._at_member,
+                (process, response),
             )
 
     def _down_arrival(self, process: Process) -> int:
         arrival = max(self.now + process.sample_latency_ms(), process.down_last_ms)
         process.down_last_ms = arrival
+        process.down_seq += 1
         return math.ceil(arrival)
 
     # ------------------------------------------------------------------ members: lifecycle
@@ -340,11 +434,16 @@ class Engine:
             ),
         )
         process.up_last_ms = process.down_last_ms = self.now
+        assert incarnation <= _INCARNATION_MASK and number < 1 << 23, (number, incarnation)
+        process.key = (number << _INCARNATION_BITS) | incarnation
         process.next_auto_commit_ms = self.now + self.scenario.consumer.auto_commit_interval_ms
         self.processes[name] = process
         self.recorder.event(self.now, "member_started", name, detail=f"incarnation {incarnation}")
         self._push(
             self.now + self.scenario.consumer.metadata_max_age_ms,
+            _METADATA,
+            process.key,
+            0,
             self._refresh_metadata,
             (process,),
         )
@@ -430,14 +529,14 @@ class Engine:
                 process.held_wake = at
             else:
                 process.held_wake = None
-                heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+                self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
         elif process.held_wake is not None:
             self._queue_held_wake(process)
 
     def _queue_held_wake(self, process: Process) -> None:
         at, process.held_wake = process.held_wake, None
         assert at is not None and at == process.wake_at, (process.name, at, process.wake_at)
-        heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+        self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
 
     def _release_held_wake(self, process: Process, answer_ms: int) -> None:
         """The answer to the heartbeat reaches the process at ``answer_ms``: a held wake-up
@@ -584,7 +683,9 @@ class Engine:
         if machine.coordinator_lookup_due(self.now) and not process.lookup_in_flight:
             process.lookup_in_flight = True
             rtt = process.sample_latency_ms() + process.sample_latency_ms()
-            self._push(math.ceil(self.now + rtt), self._lookup_done, (process,))
+            self._push(
+                math.ceil(self.now + rtt), _LOOKUP, process.key, 0, self._lookup_done, (process,)
+            )
         requests = machine.next_requests(self.now)
         if not requests:
             return
@@ -612,10 +713,13 @@ class Engine:
             return None
         arrival = max(self.now + process.sample_latency_ms(), process.up_last_ms)
         process.up_last_ms = arrival
+        process.up_seq += 1
         process.outstanding[request.correlation] = request
         self._routes[request.correlation] = (process, request)
         at = math.ceil(arrival)
-        heapq.heappush(self._queue, (at, next(self._seq), self._at_coordinator, (process, request)))
+        self._push(
+            at, _REQUEST, process.key, process.up_seq, self._at_coordinator, (process, request)
+        )
         return at
 
     def _lookup_done(self, process: Process) -> None:
@@ -871,6 +975,9 @@ class Engine:
             return
         self._push(
             self.now + self.scenario.consumer.metadata_max_age_ms,
+            _METADATA,
+            process.key,
+            0,
             self._refresh_metadata,
             (process,),
         )
@@ -934,7 +1041,14 @@ class Engine:
         first, rest = targets[0], targets[1:]
 
         def stopped(at_ms: int) -> None:
-            self._push(at_ms + downtime_ms, self._restart_one, (first.number, rest, downtime_ms))
+            self._push(
+                at_ms + downtime_ms,
+                _RESTART,
+                first.number << _INCARNATION_BITS,
+                0,
+                self._restart_one,
+                (first.number, rest, downtime_ms),
+            )
 
         self._request_close(first, stopped)
 
@@ -958,7 +1072,7 @@ class Engine:
             if owned.active:
                 self.recorder.owner_stopped(tp, now)
         self.recorder.event(now, "member_paused", process.name, duration_ms=duration_ms)
-        self._push(now + duration_ms, self._resume, (process,))
+        self._push(now + duration_ms, _RESUME, process.key, 0, self._resume, (process,))
 
     def _resume(self, process: Process) -> None:
         process.paused_until = None
@@ -978,7 +1092,7 @@ class Engine:
         process.cut_until = self.now + duration_ms
         self.recorder.event(self.now, "network_partitioned", process.name, duration_ms=duration_ms)
         self._fail_outstanding(process, NetworkException)
-        self._push(self.now + duration_ms, self._heal, (process,))
+        self._push(self.now + duration_ms, _HEAL, process.key, 0, self._heal, (process,))
         self._step(process)
 
     def _heal(self, process: Process) -> None:
@@ -997,7 +1111,7 @@ class Engine:
         for process in list(self.processes.values()):
             if process.alive:
                 self._fail_outstanding(process, NotCoordinatorError)
-        self._push(self.now + downtime_ms, self._coordinator_up, ())
+        self._push(self.now + downtime_ms, _COORDINATOR_UP, 0, 0, self._coordinator_up, ())
         for process in list(self.processes.values()):
             if process.alive and process.paused_until is None:
                 self._step(process)
