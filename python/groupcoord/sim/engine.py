@@ -48,6 +48,27 @@ its effects. Only a live event and superseded copies of it (a wake-up, a coordin
 replaced by an earlier one, which are ignored when they run) can share a whole key;
 a queue counter breaks such ties. So the order, and the outputs, do not change when work
 is skipped or done at another moment, as long as the same events run.
+
+**Lazy application steps** (``Engine(lazy=True)``, the default; ``lazy=False`` is the
+reference the tests compare it with). Most of a member's wake-ups are its application
+loop: a batch ends, ``poll()`` returns the next one or waits for a record. For a member
+with the heartbeat thread and auto-commit whose machine is idle and stable
+(``MemberMachine.poll_idle`` returns a deadline and sends nothing; nothing buffered, no
+OffsetFetch, not closing, paused or cut off), such a step has no effect outside its
+process until the machine's next deadline (a heartbeat due, a timeout) or the next
+auto-commit, whichever comes first: it finishes a batch (the recorder's counts: sums and
+a maximum, and per partition the end of what was processed), polls (the machine only
+notes the time) and starts a batch (the process's own random stream). Those steps are
+not queued: the process keeps the time of its next one and a single ``_boundary`` event
+is queued at that first deadline. Whenever an event touches the process (an answer, a
+lookup, a metadata refresh, a timeline action, the boundary) its pending steps whose keys
+are smaller than that event's run first, in order, as their own events would have; at
+the end of the run, all steps up to the end. Steps of different processes only commute
+if they process different partitions, so at most one lazy process may hold a partition,
+and a non-lazy process that finishes a batch of a partition brings that partition's lazy
+holder up to date first (a zombie and the partition's new owner). With the canonical
+order above, the run is the same event for event: every heartbeat and every other
+request is still sent and answered by the real machine and coordinator at the same key.
 """
 
 from __future__ import annotations
@@ -169,6 +190,11 @@ class Process:
     #: simultaneous arrivals on one connection
     up_seq: int = 0
     down_seq: int = 0
+    #: lazy (``Engine(lazy=True)``): the application steps before this time are not queued
+    #: (``wake_at`` is then not in the queue); a ``_boundary`` event is queued at it
+    lazy_until: int | None = None
+    #: the time of the last ``_boundary`` event queued for it
+    boundary_at: int | None = None
     wake_at: int | None = None
     #: ``wake_at`` when that wake-up is not queued yet: set only while the process waits
     #: for a heartbeat's answer, whose arrival steps it first (see ``Engine._set_wake``)
@@ -196,7 +222,10 @@ class Engine:
         progress: Progress | None = None,
         *,
         check_invariants: bool = False,
+        lazy: bool = True,
     ) -> None:
+        """``lazy=False``: every application step is a queued event (the reference the
+        tests compare the lazy engine with; the outputs are the same)."""
         self.scenario = scenario
         self.checker = (
             InvariantChecker(heartbeat_thread=scenario.consumer.heartbeat_thread)
@@ -212,6 +241,8 @@ class Engine:
         self._seq = itertools.count()
         #: the round of the event being handled (-1: setting up, before the first event)
         self._round = -1
+        #: the key of the event being handled (lazy steps with smaller keys are run first)
+        self._key = -1
         g, c = scenario.group, scenario.consumer
         self.group_id: str = g.group_id
         self.thread: bool = c.heartbeat_thread
@@ -226,6 +257,16 @@ class Engine:
         self.streams: dict[TopicPartition, PartitionStream] = {}
         self._add_partitions(self.partitions_per_topic, rate)
         self._rate = rate
+        # Lazy application loops (see "Lazy application steps" in the module documentation):
+        # with the heartbeat thread, records to process, and auto-commit (without it every
+        # batch's end commits: it acts outside the process)
+        self._lazy: bool = lazy and self.thread and rate > 0 and c.enable_auto_commit
+        #: a partition -> the lazy process that may process it (at most one)
+        self._lazy_owner: dict[TopicPartition, Process] = {}
+        #: set while lazy steps run: their wake-ups are not queued
+        self._catching_up = False
+        #: application steps run lazily (not as queued events)
+        self.lazy_steps = 0
         # coordinator
         k = scenario.coordinator
         self._coordinator_settings: dict[str, object] = {
@@ -262,12 +303,19 @@ class Engine:
             key, _, handler, args = heapq.heappop(queue)
             t = key >> _T_SHIFT
             self.now = t
+            self._key = key
             self._round = (key >> _ROUND_SHIFT) & _ROUND_MASK
             handler(*args)
             events += 1
             if progress is not None and events & 0x3FFF == 0:
                 progress(t, end)
         self.now = end
+        if self._lazy:
+            # the lazy steps up to the end (every step at or before it ran in the eager run)
+            self._key = (end + 1) << _T_SHIFT
+            for process in self.processes.values():
+                if process.lazy_until is not None:
+                    self._catch_up(process)
         for process in self.processes.values():
             if process.alive and process.busy_until is not None:
                 self._apply_batch(process, until_ms=end)
@@ -452,6 +500,8 @@ class Engine:
 
     def _crash(self, process: Process) -> None:
         """The process dies: no LeaveGroup, nothing more sent or heard."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
         self._apply_batch(process, until_ms=self.now)
         process.alive = False
         self._release_all(process)
@@ -460,6 +510,8 @@ class Engine:
 
     def _request_close(self, process: Process, on_stopped: Callable[[int], None] | None) -> None:
         """The application shuts down: it finishes the batch in hand, then closes."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.close_requested = True
         process.on_stopped = on_stopped
         self.recorder.event(self.now, "member_closing", process.name)
@@ -499,7 +551,12 @@ class Engine:
     # ------------------------------------------------------------------ members: one step
 
     def _wake(self, process: Process, at: int) -> None:
-        if process.wake_at != at:
+        if process.lazy_until is not None:
+            self._catch_up(process)
+            if process.wake_at != at:
+                return  # superseded
+            self._leave_lazy(process)
+        elif process.wake_at != at:
             return  # superseded
         process.wake_at = None
         process.held_wake = None
@@ -544,9 +601,98 @@ class Engine:
         if process.held_wake is not None and process.held_wake <= answer_ms:
             self._queue_held_wake(process)
 
+    # ------------------------------------------------------------------ lazy steps
+
+    def _go_lazy(self, process: Process, at: int, deadline: int) -> bool:
+        """A quick step at ``now`` wants its next wake-up at ``at``: make the application
+        steps before the first one that may act outside the process lazy (not queued).
+
+        That first one is at ``deadline`` (the machine's, from ``poll_idle``: a heartbeat
+        due, a timeout) or at the next auto-commit, whichever is earlier; until then every
+        step is an idle poll, a batch's end or start. Possible only while no other lazy
+        process may process the same partitions (the recorder's counts per partition
+        depend on the order of batches)."""
+        until = deadline
+        if self._auto_commit and process.next_auto_commit_ms < until:
+            until = process.next_auto_commit_ms
+        if at >= until:
+            return False
+        owners = self._lazy_owner
+        for tp in process.owned:
+            other = owners.get(tp)
+            if other is not None and other is not process:
+                return False
+        for tp in process.owned:
+            owners[tp] = process
+        process.wake_at = at
+        process.held_wake = None
+        process.lazy_until = until
+        if process.boundary_at != until:
+            process.boundary_at = until
+            key = (until << _T_SHIFT) | (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
+            heapq.heappush(self._queue, (key, next(self._seq), self._boundary, (process, until)))
+        return True
+
+    def _leave_lazy(self, process: Process) -> None:
+        process.lazy_until = None
+        owners = self._lazy_owner
+        for tp in process.owned:
+            if owners.get(tp) is process:
+                del owners[tp]
+
+    def _catch_up(self, process: Process) -> None:
+        """Run the lazy process's steps whose keys are smaller than the current event's,
+        as their own events would have (they only finish, poll and start batches)."""
+        until = process.lazy_until
+        assert until is not None
+        limit = self._key
+        proc = (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
+        wake_at = process.wake_at
+        if wake_at is None or ((wake_at << _T_SHIFT) | proc) >= limit:
+            return
+        now, catching_up = self.now, self._catching_up
+        self._catching_up = True
+        try:
+            while (
+                wake_at is not None and wake_at < until and ((wake_at << _T_SHIFT) | proc) < limit
+            ):
+                self.now = wake_at
+                process.wake_at = None
+                self._step_process(process)
+                self.lazy_steps += 1
+                wake_at = process.wake_at
+        finally:
+            self.now, self._catching_up = now, catching_up
+
+    def _unlazy(self, process: Process) -> None:
+        """An event touches the process: bring its lazy steps up to the event; its next
+        wake-up is queued as in the eager engine."""
+        self._catch_up(process)
+        self._leave_lazy(process)
+        at = process.wake_at
+        if at is not None:
+            assert at >= self.now
+            key = (at << _T_SHIFT) | (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
+            heapq.heappush(self._queue, (key, next(self._seq), self._wake, (process, at)))
+
+    def _boundary(self, process: Process, at: int) -> None:
+        """The end of a process's lazy steps: the step due now (if any) runs for real."""
+        if process.lazy_until != at:
+            return  # it left the lazy mode (or chose another boundary) since
+        self._catch_up(process)
+        self._leave_lazy(process)
+        wake_at = process.wake_at
+        if wake_at == at:
+            self._wake(process, at)
+        elif wake_at is not None:
+            key = (wake_at << _T_SHIFT) | (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
+            heapq.heappush(self._queue, (key, next(self._seq), self._wake, (process, wake_at)))
+
     def _step(self, process: Process) -> None:
         """Bring one process up to ``now``: finish its batch, poll, send what is due, start
         the next batch, and schedule its next wake-up."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive or process.paused_until is not None:
             return
         self._step_process(process)
@@ -603,8 +749,19 @@ class Engine:
                             at = arrival
                 elif deadline < at:
                     at = deadline
+                if self._lazy:
+                    if self._catching_up:  # a lazy step: the next one is lazy too
+                        assert not sent and process.wake_at is None and at > now
+                        process.wake_at = at
+                        return
+                    wake_at = process.wake_at
+                    if (wake_at is None or at < wake_at or wake_at < now) and self._go_lazy(
+                        process, at, deadline
+                    ):
+                        return
                 self._set_wake(process, at, hold_until)
                 return
+        assert not self._catching_up, "a lazy step that is not an idle poll"
         closing = process.closing
         if process.close_requested and not closing and busy_until is None:
             self._close_now(process)
@@ -723,6 +880,8 @@ class Engine:
         return at
 
     def _lookup_done(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.lookup_in_flight = False
         if not process.alive:
             return
@@ -736,6 +895,8 @@ class Engine:
         self._step(process)
 
     def _at_member(self, process: Process, response: AnyResponse) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive or response.correlation not in process.outstanding:
             return  # dead, or the request was already failed (cut, failover)
         if process.paused_until is not None or (
@@ -756,6 +917,8 @@ class Engine:
     def _failed_at_member(
         self, process: Process, request: AnyRequest, error: type[KafkaError]
     ) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive or process.outstanding.pop(request.correlation, None) is None:
             return
         process.machine.request_failed(request, error, self.now)
@@ -960,6 +1123,13 @@ class Engine:
         """Count the batch's records as processed (those done by ``until_ms`` only)."""
         segments, process.batch = process.batch, []
         recorder, streams = self.recorder, self.streams
+        owners = self._lazy_owner
+        if owners and not self._catching_up:
+            # another process's lazy batches of these partitions that come first
+            for segment in segments:
+                other = owners.get(segment.tp)
+                if other is not None and other is not process:
+                    self._catch_up(other)
         for segment in segments:
             completions = segment.completions_ms
             if until_ms is not None:
@@ -971,6 +1141,8 @@ class Engine:
     # ------------------------------------------------------------------ metadata
 
     def _refresh_metadata(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive:
             return
         self._push(
@@ -1057,6 +1229,8 @@ class Engine:
         self._rolling_restart([p for p in rest if p.running], downtime_ms)
 
     def _pause(self, process: Process, duration_ms: int) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if process.paused_until is not None:
             return
         now = self.now
@@ -1075,6 +1249,8 @@ class Engine:
         self._push(now + duration_ms, _RESUME, process.key, 0, self._resume, (process,))
 
     def _resume(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.paused_until = None
         if not process.alive:
             return
@@ -1087,6 +1263,8 @@ class Engine:
         self._step(process)
 
     def _cut(self, process: Process, duration_ms: int) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if process.cut_until is not None:
             return
         process.cut_until = self.now + duration_ms
@@ -1096,6 +1274,8 @@ class Engine:
         self._step(process)
 
     def _heal(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.cut_until = None
         if process.alive:
             self.recorder.event(self.now, "network_healed", process.name)
@@ -1109,6 +1289,8 @@ class Engine:
         self._routes.clear()
         self.recorder.event(self.now, "coordinator_down", duration_ms=downtime_ms)
         for process in list(self.processes.values()):
+            if process.lazy_until is not None:
+                self._unlazy(process)
             if process.alive:
                 self._fail_outstanding(process, NotCoordinatorError)
         self._push(self.now + downtime_ms, _COORDINATOR_UP, 0, 0, self._coordinator_up, ())
