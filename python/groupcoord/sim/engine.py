@@ -116,13 +116,9 @@ from groupcoord.types import TopicPartition
 
 __all__ = ["Engine"]
 
-# The order of simultaneous events (see the module documentation): a queued event's key is
-# one int, (t, round, rank, process, sub-order) from the most significant bits down.
-_T_SHIFT = 100
-_ROUND_SHIFT = 84
-_ROUND_MASK = 0xFFFF
-_RANK_SHIFT = 80
-_PROC_SHIFT = 40
+# The order of simultaneous events (see the module documentation): a queued event is the
+# tuple (t, round << _ROUND_SHIFT | rank, process, sub-order, queue counter, handler, args).
+_ROUND_SHIFT = 4
 _INCARNATION_BITS = 16
 _INCARNATION_MASK = (1 << _INCARNATION_BITS) - 1
 # ranks, in the order they run within one millisecond and round
@@ -184,7 +180,7 @@ class Process:
     #: answers read later (the process is paused, or has no heartbeat thread and is busy)
     buffered: list[AnyResponse] = field(default_factory=list)
     lookup_in_flight: bool = False
-    #: this incarnation's place in the order of simultaneous events (``_proc_key``)
+    #: this incarnation's place in the order of simultaneous events: number << 16 | incarnation
     key: int = 0
     #: requests sent / answers (or failures) scheduled on its connection: the order of
     #: simultaneous arrivals on one connection
@@ -236,13 +232,13 @@ class Engine:
         self.progress = progress
         self.now = 0
         self.end_ms = scenario.duration_ms
-        self._queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._queue: list[tuple[int, int, int, int, int, Callable[..., None], tuple[Any, ...]]] = []
         #: breaks ties between equal keys only (see the module documentation)
         self._seq = itertools.count()
         #: the round of the event being handled (-1: setting up, before the first event)
         self._round = -1
-        #: the key of the event being handled (lazy steps with smaller keys are run first)
-        self._key = -1
+        #: the event being handled (lazy steps with smaller keys are run first)
+        self._event: tuple[Any, ...] = (-1, 0, 0, 0)
         g, c = scenario.group, scenario.consumer
         self.group_id: str = g.group_id
         self.thread: bool = c.heartbeat_thread
@@ -294,25 +290,22 @@ class Engine:
     def run(self) -> Recorder:
         for _ in range(self.scenario.group.members):
             self._start_member(self._next_number)
-        for i, event in enumerate(self.scenario.timeline):
-            self._push(event.at_ms, _TIMELINE, i, 0, self._timeline, (i, event))
+        for i, action in enumerate(self.scenario.timeline):
+            self._push(action.at_ms, _TIMELINE, i, 0, self._timeline, (i, action))
         queue, end = self._queue, self.end_ms
         progress, events = self.progress, 0
-        limit = (end + 1) << _T_SHIFT
-        while queue and queue[0][0] < limit:
-            key, _, handler, args = heapq.heappop(queue)
-            t = key >> _T_SHIFT
-            self.now = t
-            self._key = key
-            self._round = (key >> _ROUND_SHIFT) & _ROUND_MASK
-            handler(*args)
+        while queue and queue[0][0] <= end:
+            event = self._event = heapq.heappop(queue)
+            t = self.now = event[0]
+            self._round = event[1] >> _ROUND_SHIFT
+            event[5](*event[6])
             events += 1
             if progress is not None and events & 0x3FFF == 0:
                 progress(t, end)
         self.now = end
         if self._lazy:
             # the lazy steps up to the end (every step at or before it ran in the eager run)
-            self._key = (end + 1) << _T_SHIFT
+            self._event = (end + 1, 0, 0, 0)
             for process in self.processes.values():
                 if process.lazy_until is not None:
                     self._catch_up(process)
@@ -335,20 +328,11 @@ class Engine:
     ) -> None:
         """Queue ``handler(*args)`` at ``t`` with the canonical key of (rank, proc, sub)."""
         now = self.now
-        if t > now:
-            key = (t << _T_SHIFT) | (rank << _RANK_SHIFT) | (proc << _PROC_SHIFT) | sub
-        else:
-            assert t == now, (t, now)
-            round_ = self._round + 1
-            assert round_ <= _ROUND_MASK
-            key = (
-                (t << _T_SHIFT)
-                | (round_ << _ROUND_SHIFT)
-                | (rank << _RANK_SHIFT)
-                | (proc << _PROC_SHIFT)
-                | sub
-            )
-        heapq.heappush(self._queue, (key, next(self._seq), handler, args))
+        if t < now:
+            raise AssertionError(f"queued in the past: {t} < {now}")
+        if t == now:
+            rank |= (self._round + 1) << _ROUND_SHIFT
+        heapq.heappush(self._queue, (t, rank, proc, sub, next(self._seq), handler, args))
 
     # ------------------------------------------------------------------ coordinator
 
@@ -416,14 +400,28 @@ class Engine:
             answer_ms = self._down_arrival(process)
             if process.held_wake is not None:
                 self._release_held_wake(process, answer_ms)
-            self._push(
-                answer_ms,
-                _ANSWER,
-                process.key,
-                process.down_seq,
-                self._at_member,
-                (process, response),
-            )
+            if answer_ms > self.now:  # _push, inline
+                heapq.heappush(
+                    self._queue,
+                    (
+                        answer_ms,
+                        _ANSWER,
+                        process.key,
+                        process.down_seq,
+                        next(self._seq),
+                        self._at_member,
+                        (process, response),
+                    ),
+                )
+            else:
+                self._push(
+                    answer_ms,
+                    _ANSWER,
+                    process.key,
+                    process.down_seq,
+                    self._at_member,
+                    (process, response),
+                )
 
     def _down_arrival(self, process: Process) -> int:
         arrival = max(self.now + process.sample_latency_ms(), process.down_last_ms)
@@ -586,7 +584,11 @@ class Engine:
                 process.held_wake = at
             else:
                 process.held_wake = None
-                self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
+                # _push, inline (at > now)
+                heapq.heappush(
+                    self._queue,
+                    (at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, at)),
+                )
         elif process.held_wake is not None:
             self._queue_held_wake(process)
 
@@ -629,8 +631,10 @@ class Engine:
         process.lazy_until = until
         if process.boundary_at != until:
             process.boundary_at = until
-            key = (until << _T_SHIFT) | (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
-            heapq.heappush(self._queue, (key, next(self._seq), self._boundary, (process, until)))
+            heapq.heappush(
+                self._queue,
+                (until, _WAKE, process.key, 0, next(self._seq), self._boundary, (process, until)),
+            )
         return True
 
     def _leave_lazy(self, process: Process) -> None:
@@ -642,27 +646,57 @@ class Engine:
 
     def _catch_up(self, process: Process) -> None:
         """Run the lazy process's steps whose keys are smaller than the current event's,
-        as their own events would have (they only finish, poll and start batches)."""
+        as their own events would have.
+
+        Each is the quick step of ``_step_process`` for an idle, stable machine before its
+        deadline: finish the batch in hand, poll (the machine only notes the time: ``poll_idle``
+        returns its deadline, unchanged but for the poll timer, and sends nothing), start
+        the next batch, wake at its end or at the next record, or at the machine's deadline
+        if that is earlier. Before the lazy period's end (``lazy_until``, at most that
+        deadline) the deadline is never the earlier, so the machine is told only of the last
+        poll (the same state as after every one of them) and asked its deadline only for a
+        step whose next wake-up falls at or beyond that end."""
         until = process.lazy_until
         assert until is not None
-        limit = self._key
-        proc = (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
+        event = self._event
+        limit = event[0]  # steps before it run; at it, those that precede the event too
+        if (_WAKE, process.key) < (event[1], event[2]):
+            limit += 1
         wake_at = process.wake_at
-        if wake_at is None or ((wake_at << _T_SHIFT) | proc) >= limit:
+        if wake_at is None or wake_at >= limit:
             return
         now, catching_up = self.now, self._catching_up
         self._catching_up = True
+        machine, sent = process.machine, self._sent
+        polled: int | None = None
+        steps = 0
         try:
-            while (
-                wake_at is not None and wake_at < until and ((wake_at << _T_SHIFT) | proc) < limit
-            ):
-                self.now = wake_at
-                process.wake_at = None
-                self._step_process(process)
-                self.lazy_steps += 1
-                wake_at = process.wake_at
+            while wake_at is not None and wake_at < until and wake_at < limit:
+                self.now = t = wake_at
+                busy_until = process.busy_until
+                if busy_until is not None and t >= busy_until:
+                    self._apply_batch(process, until_ms=None)
+                    process.busy_until = None  # (no commit: lazy needs auto-commit)
+                at = self._poll_records(process)
+                if at is not None and at < until:
+                    polled = t
+                else:
+                    deadline = machine.poll_idle(t, sent)
+                    assert deadline is not None and not sent, (process.name, t, deadline)
+                    polled = None
+                    if at is None or deadline < at:
+                        at = deadline
+                if at <= t:
+                    at = t + 1  # as _set_wake does
+                process.wake_at = wake_at = at
+                steps += 1
+            if polled is not None:
+                self.now = polled
+                deadline = machine.poll_idle(polled, sent)
+                assert deadline is not None and not sent, (process.name, polled, deadline)
         finally:
             self.now, self._catching_up = now, catching_up
+            self.lazy_steps += steps
 
     def _unlazy(self, process: Process) -> None:
         """An event touches the process: bring its lazy steps up to the event; its next
@@ -672,8 +706,9 @@ class Engine:
         at = process.wake_at
         if at is not None:
             assert at >= self.now
-            key = (at << _T_SHIFT) | (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
-            heapq.heappush(self._queue, (key, next(self._seq), self._wake, (process, at)))
+            heapq.heappush(
+                self._queue, (at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, at))
+            )
 
     def _boundary(self, process: Process, at: int) -> None:
         """The end of a process's lazy steps: the step due now (if any) runs for real."""
@@ -685,8 +720,10 @@ class Engine:
         if wake_at == at:
             self._wake(process, at)
         elif wake_at is not None:
-            key = (wake_at << _T_SHIFT) | (_WAKE << _RANK_SHIFT) | (process.key << _PROC_SHIFT)
-            heapq.heappush(self._queue, (key, next(self._seq), self._wake, (process, wake_at)))
+            heapq.heappush(
+                self._queue,
+                (wake_at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, wake_at)),
+            )
 
     def _step(self, process: Process) -> None:
         """Bring one process up to ``now``: finish its batch, poll, send what is due, start
@@ -874,9 +911,23 @@ class Engine:
         process.outstanding[request.correlation] = request
         self._routes[request.correlation] = (process, request)
         at = math.ceil(arrival)
-        self._push(
-            at, _REQUEST, process.key, process.up_seq, self._at_coordinator, (process, request)
-        )
+        if at > self.now:  # _push's key, inline
+            heapq.heappush(
+                self._queue,
+                (
+                    at,
+                    _REQUEST,
+                    process.key,
+                    process.up_seq,
+                    next(self._seq),
+                    self._at_coordinator,
+                    (process, request),
+                ),
+            )
+        else:
+            self._push(
+                at, _REQUEST, process.key, process.up_seq, self._at_coordinator, (process, request)
+            )
         return at
 
     def _lookup_done(self, process: Process) -> None:
@@ -1057,53 +1108,85 @@ class Engine:
                 best = t
         return best
 
+    def _poll_records(self, process: Process) -> int | None:
+        """``_start_batch``, then the batch's end or, with no batch, ``_next_arrival``; in
+        one pass over the partitions when no record is waiting (the usual lazy step)."""
+        now = self.now
+        streams = self.streams
+        floor, ceil = math.floor, math.ceil
+        best: int | None = None
+        any_active = False
+        for tp, o in process.owned.items():
+            if not o.active:
+                continue
+            any_active = True
+            position = o.position
+            assert position is not None
+            stream = streams[tp]
+            rate = stream.rate_per_s
+            if rate <= 0:
+                continue
+            start = stream.start_ms
+            # PartitionStream.arrived(now) > position, inline (the same arithmetic)
+            if now > start and floor((now - start) * rate / 1000.0 + 1e-9) > position:
+                self._start_batch(process)
+                return process.busy_until
+            # PartitionStream.next_arrival_ms(position), inline (the same arithmetic)
+            t = ceil(start + (position + 1) * 1000.0 / rate - 1e-9)
+            if best is None or t < best:
+                best = t
+        if any_active:
+            process.rr += 1  # the turn moves on with every poll that has partitions
+        return best
+
     def _start_batch(self, process: Process) -> None:
         """poll() returns up to max.poll.records records, partition after partition in
         turn; the application processes them one by one. (Not called when no records are
         ever produced: every poll would return nothing.)"""
         now = self.now
         streams = self.streams
-        any_active = False
-        any_available = False
         floor = math.floor
+        # the active partitions and how many records wait in each
+        # (PartitionStream.arrived(now) - position, inline: the same arithmetic)
+        active: list[tuple[TopicPartition, _Owned, int]] = []
+        any_available = False
         for tp, o in process.owned.items():
             if o.active:
-                any_active = True
                 position = o.position
                 assert position is not None
-                # PartitionStream.arrived(now), inline (the same arithmetic)
                 stream = streams[tp]
                 rate = stream.rate_per_s
-                if (
-                    rate > 0
-                    and now > stream.start_ms
-                    and floor((now - stream.start_ms) * rate / 1000.0 + 1e-9) > position
-                ):
-                    any_available = True
-                    break
+                available = 0
+                if rate > 0 and now > stream.start_ms:
+                    available = floor((now - stream.start_ms) * rate / 1000.0 + 1e-9) - position
+                    if available > 0:
+                        any_available = True
+                active.append((tp, o, available))
         if not any_available:
-            if any_active:
+            if active:
                 process.rr += 1  # the turn moves on with every poll that has partitions
             return
-        active = [(tp, o) for tp, o in process.owned.items() if o.active]
         budget = self._max_poll_records
-        start = process.rr % len(active)
+        first = process.rr % len(active)
         process.rr += 1
         sample = process.sample_record_ms
         t = float(now)
         segments: list[_Segment] = []
-        for tp, owned in active[start:] + active[:start]:
-            position = owned.position
-            assert position is not None
-            available = streams[tp].arrived(now) - position
+        for tp, owned, available in active[first:] + active[:first] if first else active:
             if available <= 0:
                 continue
-            n = min(available, budget)
-            completions: list[float] = []
-            append = completions.append
-            for _ in range(n):
+            position = owned.position
+            assert position is not None
+            n = available if available < budget else budget
+            if n == 1:
                 t += sample()
-                append(t)
+                completions = [t]
+            else:
+                completions = []
+                append = completions.append
+                for _ in range(n):
+                    t += sample()
+                    append(t)
             segments.append(_Segment(tp, position, completions))
             owned.position = position + n
             budget -= n
@@ -1111,7 +1194,8 @@ class Engine:
                 break
         process.batch = segments
         # the clock's resolution is 1 ms: a poll loop turn takes at least that
-        process.busy_until = max(math.ceil(t), now + 1)
+        end = math.ceil(t)
+        process.busy_until = end if end > now else now + 1
 
     def _finish_batch(self, process: Process) -> None:
         self._apply_batch(process, until_ms=None)
