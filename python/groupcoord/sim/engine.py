@@ -235,8 +235,6 @@ class Engine:
         self._queue: list[tuple[int, int, int, int, int, Callable[..., None], tuple[Any, ...]]] = []
         #: breaks ties between equal keys only (see the module documentation)
         self._seq = itertools.count()
-        #: the round of the event being handled (-1: setting up, before the first event)
-        self._round = -1
         #: the event being handled (lazy steps with smaller keys are run first)
         self._event: tuple[Any, ...] = (-1, 0, 0, 0)
         g, c = scenario.group, scenario.consumer
@@ -294,14 +292,14 @@ class Engine:
             self._push(action.at_ms, _TIMELINE, i, 0, self._timeline, (i, action))
         queue, end = self._queue, self.end_ms
         progress, events = self.progress, 0
+        pop = heapq.heappop
         while queue and queue[0][0] <= end:
-            event = self._event = heapq.heappop(queue)
-            t = self.now = event[0]
-            self._round = event[1] >> _ROUND_SHIFT
+            event = self._event = pop(queue)
+            self.now = event[0]
             event[5](*event[6])
             events += 1
             if progress is not None and events & 0x3FFF == 0:
-                progress(t, end)
+                progress(self.now, end)
         self.now = end
         if self._lazy:
             # the lazy steps up to the end (every step at or before it ran in the eager run)
@@ -331,7 +329,9 @@ class Engine:
         if t < now:
             raise AssertionError(f"queued in the past: {t} < {now}")
         if t == now:
-            rank |= (self._round + 1) << _ROUND_SHIFT
+            # one round after the event being handled (-1: none yet, setting up)
+            current = self._event[1] >> _ROUND_SHIFT if self._event[0] >= 0 else -1
+            rank |= (current + 1) << _ROUND_SHIFT
         heapq.heappush(self._queue, (t, rank, proc, sub, next(self._seq), handler, args))
 
     # ------------------------------------------------------------------ coordinator
