@@ -9,7 +9,8 @@ second (``summary["simulated_heartbeats"] / wall``). Settings are the scenario d
 thread on, auto-commit every 5 s) except as the row says:
 
 - ``default``: the default workload too: 10 records/s per partition, 1 ms per record
-  (each poll and each batch is its own event: this row measures the application loop as
+  (every poll and every batch is still simulated, two steps per record, though most of
+  them run lazily rather than as queued events: this row measures the application loop as
   much as the protocol);
 - ``coordination``: ``records_per_second_per_partition = 0`` (no records: the group
   protocol alone).

@@ -3,7 +3,9 @@
 The files under ``golden/`` were written by the engine as it was *before* the performance
 work (one heap event per poll and per batch): first at 5c4c813, then again after merging
 main at fd49086, with main's own engine (its event rows name removed members by process;
-the summaries did not change). Every optimization must give byte-identical
+the summaries did not change); then once more when simultaneous events got their canonical
+order (engine.py's module documentation; it changed how same-millisecond ties break).
+Every optimization must give byte-identical
 ``summary_json()`` and the same event rows. A deliberate change of behaviour regenerates
 them (``GROUPCOORD_REGEN_GOLDEN=1``) and says why in its commit.
 """

@@ -22,6 +22,53 @@ failover, as Kafka's offsets topic does); each member process is a
   ``network.latency_ms``, in order per connection. FindCoordinator is a round trip too.
 
 Heartbeats are simulated one by one, through the same code a real member and the server run.
+
+**The order of simultaneous events.** Time is in whole milliseconds, so many events fall
+in the same one. They run in an order that depends only on what they are, never on when
+they were queued: each queued event has the key (t, round, rank, process, sub-order), and
+the smallest key runs first.
+
+- *round*: 0 for an event queued before its millisecond began; an event queued for the
+  millisecond being run (a zero delay: a latency or a downtime of 0, a coordinator
+  deadline already due) gets the round of the event that queued it plus one, so it runs
+  after that event and after everything already due in that millisecond (a cause always
+  comes before its effect).
+- *rank*, within a round: timeline events (by their index in the timeline), a coordinator
+  coming back up, the next member of a rolling restart starting (by member number), a
+  pause ending, a network partition ending, the coordinator's timers, requests reaching
+  the coordinator, answers and failures reaching members, coordinator lookups ending,
+  members' own wake-ups, members' metadata refreshes.
+- *process*: the member's number, then its incarnation (a restarted member is a new one).
+- *sub-order*: on one connection, the order in which requests were sent (at the
+  coordinator) or answers were sent (at the member).
+
+Every order of simultaneous events at different places is one a real system can show (none
+of them can see the others within the millisecond), and within one place a cause precedes
+its effects. Only a live event and superseded copies of it (a wake-up, a coordinator tick
+replaced by an earlier one, which are ignored when they run) can share a whole key;
+a queue counter breaks such ties. So the order, and the outputs, do not change when work
+is skipped or done at another moment, as long as the same events run.
+
+**Lazy application steps** (``Engine(lazy=True)``, the default; ``lazy=False`` is the
+reference the tests compare it with). Most of a member's wake-ups are its application
+loop: a batch ends, ``poll()`` returns the next one or waits for a record. For a member
+with the heartbeat thread and auto-commit whose machine is idle and stable
+(``MemberMachine.poll_idle`` returns a deadline and sends nothing; nothing buffered, no
+OffsetFetch, not closing, paused or cut off), such a step has no effect outside its
+process until the machine's next deadline (a heartbeat due, a timeout) or the next
+auto-commit, whichever comes first: it finishes a batch (the recorder's counts: sums and
+a maximum, and per partition the end of what was processed), polls (the machine only
+notes the time) and starts a batch (the process's own random stream). Those steps are
+not queued: the process keeps the time of its next one and a single ``_boundary`` event
+is queued at that first deadline. Whenever an event touches the process (an answer, a
+lookup, a metadata refresh, a timeline action, the boundary) its pending steps whose keys
+are smaller than that event's run first, in order, as their own events would have; at
+the end of the run, all steps up to the end. Steps of different processes only commute
+if they process different partitions, so at most one lazy process may hold a partition,
+and a non-lazy process that finishes a batch of a partition brings that partition's lazy
+holder up to date first (a zombie and the partition's new owner). With the canonical
+order above, the run is the same event for event: every heartbeat and every other
+request is still sent and answered by the real machine and coordinator at the same key.
 """
 
 from __future__ import annotations
@@ -69,6 +116,24 @@ from groupcoord.types import TopicPartition
 
 __all__ = ["Engine"]
 
+# The order of simultaneous events (see the module documentation): a queued event is the
+# tuple (t, round << _ROUND_SHIFT | rank, process, sub-order, queue counter, handler, args).
+_ROUND_SHIFT = 4
+_INCARNATION_BITS = 16
+_INCARNATION_MASK = (1 << _INCARNATION_BITS) - 1
+# ranks, in the order they run within one millisecond and round
+_TIMELINE = 0  # process field: the event's index in the timeline
+_COORDINATOR_UP = 1
+_RESTART = 2  # the next member of a rolling restart starts (process field: its number)
+_RESUME = 3  # a pause ends
+_HEAL = 4  # a network partition ends
+_TICK = 5  # the coordinator's timers
+_REQUEST = 6  # a request reaches the coordinator (sub-order: its place on the connection)
+_ANSWER = 7  # an answer (or a failure) reaches a member (sub-order: place on the connection)
+_LOOKUP = 8  # FindCoordinator's round trip ends
+_WAKE = 9  # a member's own wake-up (application loop, heartbeat thread, timers)
+_METADATA = 10  # a member's metadata refresh
+
 Progress = Callable[[int, int], None]
 
 
@@ -115,6 +180,17 @@ class Process:
     #: answers read later (the process is paused, or has no heartbeat thread and is busy)
     buffered: list[AnyResponse] = field(default_factory=list)
     lookup_in_flight: bool = False
+    #: this incarnation's place in the order of simultaneous events: number << 16 | incarnation
+    key: int = 0
+    #: requests sent / answers (or failures) scheduled on its connection: the order of
+    #: simultaneous arrivals on one connection
+    up_seq: int = 0
+    down_seq: int = 0
+    #: lazy (``Engine(lazy=True)``): the application steps before this time are not queued
+    #: (``wake_at`` is then not in the queue); a ``_boundary`` event is queued at it
+    lazy_until: int | None = None
+    #: the time of the last ``_boundary`` event queued for it
+    boundary_at: int | None = None
     wake_at: int | None = None
     #: ``wake_at`` when that wake-up is not queued yet: set only while the process waits
     #: for a heartbeat's answer, whose arrival steps it first (see ``Engine._set_wake``)
@@ -142,7 +218,10 @@ class Engine:
         progress: Progress | None = None,
         *,
         check_invariants: bool = False,
+        lazy: bool = True,
     ) -> None:
+        """``lazy=False``: every application step is a queued event (the reference the
+        tests compare the lazy engine with; the outputs are the same)."""
         self.scenario = scenario
         self.checker = (
             InvariantChecker(heartbeat_thread=scenario.consumer.heartbeat_thread)
@@ -153,8 +232,11 @@ class Engine:
         self.progress = progress
         self.now = 0
         self.end_ms = scenario.duration_ms
-        self._queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._queue: list[tuple[int, int, int, int, int, Callable[..., None], tuple[Any, ...]]] = []
+        #: breaks ties between equal keys only (see the module documentation)
         self._seq = itertools.count()
+        #: the event being handled (lazy steps with smaller keys are run first)
+        self._event: tuple[Any, ...] = (-1, 0, 0, 0)
         g, c = scenario.group, scenario.consumer
         self.group_id: str = g.group_id
         self.thread: bool = c.heartbeat_thread
@@ -169,6 +251,16 @@ class Engine:
         self.streams: dict[TopicPartition, PartitionStream] = {}
         self._add_partitions(self.partitions_per_topic, rate)
         self._rate = rate
+        # Lazy application loops (see "Lazy application steps" in the module documentation):
+        # with the heartbeat thread, records to process, and auto-commit (without it every
+        # batch's end commits: it acts outside the process)
+        self._lazy: bool = lazy and self.thread and rate > 0 and c.enable_auto_commit
+        #: a partition -> the lazy process that may process it (at most one)
+        self._lazy_owner: dict[TopicPartition, Process] = {}
+        #: set while lazy steps run: their wake-ups are not queued
+        self._catching_up = False
+        #: application steps run lazily (not as queued events)
+        self.lazy_steps = 0
         # coordinator
         k = scenario.coordinator
         self._coordinator_settings: dict[str, object] = {
@@ -196,18 +288,25 @@ class Engine:
     def run(self) -> Recorder:
         for _ in range(self.scenario.group.members):
             self._start_member(self._next_number)
-        for i, event in enumerate(self.scenario.timeline):
-            self._push(event.at_ms, self._timeline, (i, event))
+        for i, action in enumerate(self.scenario.timeline):
+            self._push(action.at_ms, _TIMELINE, i, 0, self._timeline, (i, action))
         queue, end = self._queue, self.end_ms
         progress, events = self.progress, 0
+        pop = heapq.heappop
         while queue and queue[0][0] <= end:
-            t, _, handler, args = heapq.heappop(queue)
-            self.now = t
-            handler(*args)
+            event = self._event = pop(queue)
+            self.now = event[0]
+            event[5](*event[6])
             events += 1
             if progress is not None and events & 0x3FFF == 0:
-                progress(t, end)
+                progress(self.now, end)
         self.now = end
+        if self._lazy:
+            # the lazy steps up to the end (every step at or before it ran in the eager run)
+            self._event = (end + 1, 0, 0, 0)
+            for process in self.processes.values():
+                if process.lazy_until is not None:
+                    self._catch_up(process)
         for process in self.processes.values():
             if process.alive and process.busy_until is not None:
                 self._apply_batch(process, until_ms=end)
@@ -216,8 +315,24 @@ class Engine:
             progress(end, end)
         return self.recorder
 
-    def _push(self, t: int, handler: Callable[..., None], args: tuple[Any, ...]) -> None:
-        heapq.heappush(self._queue, (t, next(self._seq), handler, args))
+    def _push(
+        self,
+        t: int,
+        rank: int,
+        proc: int,
+        sub: int,
+        handler: Callable[..., None],
+        args: tuple[Any, ...],
+    ) -> None:
+        """Queue ``handler(*args)`` at ``t`` with the canonical key of (rank, proc, sub)."""
+        now = self.now
+        if t < now:
+            raise AssertionError(f"queued in the past: {t} < {now}")
+        if t == now:
+            # one round after the event being handled (-1: none yet, setting up)
+            current = self._event[1] >> _ROUND_SHIFT if self._event[0] >= 0 else -1
+            rank |= (current + 1) << _ROUND_SHIFT
+        heapq.heappush(self._queue, (t, rank, proc, sub, next(self._seq), handler, args))
 
     # ------------------------------------------------------------------ coordinator
 
@@ -241,7 +356,7 @@ class Engine:
         deadline = max(deadline, self.now)
         if self._coordinator_wake is None or deadline < self._coordinator_wake:
             self._coordinator_wake = deadline
-            self._push(deadline, self._coordinator_tick, (coordinator, deadline))
+            self._push(deadline, _TICK, 0, 0, self._coordinator_tick, (coordinator, deadline))
 
     def _coordinator_tick(self, coordinator: GroupCoordinator, at: int) -> None:
         if coordinator is not self.coordinator or self._coordinator_wake != at:
@@ -259,7 +374,12 @@ class Engine:
             answer_ms = self._down_arrival(process)
             self._release_held_wake(process, answer_ms)
             self._push(
-                answer_ms, self._failed_at_member, (process, request, CoordinatorNotAvailableError)
+                answer_ms,
+                _ANSWER,
+                process.key,
+                process.down_seq,
+                self._failed_at_member,
+                (process, request, CoordinatorNotAvailableError),
             )
             return
         self._route(coordinator.handle(request, self.now))
@@ -280,13 +400,33 @@ class Engine:
             answer_ms = self._down_arrival(process)
             if process.held_wake is not None:
                 self._release_held_wake(process, answer_ms)
-            heapq.heappush(
-                self._queue, (answer_ms, next(self._seq), self._at_member, (process, response))
-            )
+            if answer_ms > self.now:  # _push, inline
+                heapq.heappush(
+                    self._queue,
+                    (
+                        answer_ms,
+                        _ANSWER,
+                        process.key,
+                        process.down_seq,
+                        next(self._seq),
+                        self._at_member,
+                        (process, response),
+                    ),
+                )
+            else:
+                self._push(
+                    answer_ms,
+                    _ANSWER,
+                    process.key,
+                    process.down_seq,
+                    self._at_member,
+                    (process, response),
+                )
 
     def _down_arrival(self, process: Process) -> int:
         arrival = max(self.now + process.sample_latency_ms(), process.down_last_ms)
         process.down_last_ms = arrival
+        process.down_seq += 1
         return math.ceil(arrival)
 
     # ------------------------------------------------------------------ members: lifecycle
@@ -340,11 +480,16 @@ class Engine:
             ),
         )
         process.up_last_ms = process.down_last_ms = self.now
+        assert incarnation <= _INCARNATION_MASK and number < 1 << 23, (number, incarnation)
+        process.key = (number << _INCARNATION_BITS) | incarnation
         process.next_auto_commit_ms = self.now + self.scenario.consumer.auto_commit_interval_ms
         self.processes[name] = process
         self.recorder.event(self.now, "member_started", name, detail=f"incarnation {incarnation}")
         self._push(
             self.now + self.scenario.consumer.metadata_max_age_ms,
+            _METADATA,
+            process.key,
+            0,
             self._refresh_metadata,
             (process,),
         )
@@ -353,6 +498,8 @@ class Engine:
 
     def _crash(self, process: Process) -> None:
         """The process dies: no LeaveGroup, nothing more sent or heard."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
         self._apply_batch(process, until_ms=self.now)
         process.alive = False
         self._release_all(process)
@@ -361,6 +508,8 @@ class Engine:
 
     def _request_close(self, process: Process, on_stopped: Callable[[int], None] | None) -> None:
         """The application shuts down: it finishes the batch in hand, then closes."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.close_requested = True
         process.on_stopped = on_stopped
         self.recorder.event(self.now, "member_closing", process.name)
@@ -400,7 +549,12 @@ class Engine:
     # ------------------------------------------------------------------ members: one step
 
     def _wake(self, process: Process, at: int) -> None:
-        if process.wake_at != at:
+        if process.lazy_until is not None:
+            self._catch_up(process)
+            if process.wake_at != at:
+                return  # superseded
+            self._leave_lazy(process)
+        elif process.wake_at != at:
             return  # superseded
         process.wake_at = None
         process.held_wake = None
@@ -430,14 +584,18 @@ class Engine:
                 process.held_wake = at
             else:
                 process.held_wake = None
-                heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+                # _push, inline (at > now)
+                heapq.heappush(
+                    self._queue,
+                    (at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, at)),
+                )
         elif process.held_wake is not None:
             self._queue_held_wake(process)
 
     def _queue_held_wake(self, process: Process) -> None:
         at, process.held_wake = process.held_wake, None
         assert at is not None and at == process.wake_at, (process.name, at, process.wake_at)
-        heapq.heappush(self._queue, (at, next(self._seq), self._wake, (process, at)))
+        self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
 
     def _release_held_wake(self, process: Process, answer_ms: int) -> None:
         """The answer to the heartbeat reaches the process at ``answer_ms``: a held wake-up
@@ -445,9 +603,133 @@ class Engine:
         if process.held_wake is not None and process.held_wake <= answer_ms:
             self._queue_held_wake(process)
 
+    # ------------------------------------------------------------------ lazy steps
+
+    def _go_lazy(self, process: Process, at: int, deadline: int) -> bool:
+        """A quick step at ``now`` wants its next wake-up at ``at``: make the application
+        steps before the first one that may act outside the process lazy (not queued).
+
+        That first one is at ``deadline`` (the machine's, from ``poll_idle``: a heartbeat
+        due, a timeout) or at the next auto-commit, whichever is earlier; until then every
+        step is an idle poll, a batch's end or start. Possible only while no other lazy
+        process may process the same partitions (the recorder's counts per partition
+        depend on the order of batches)."""
+        until = deadline
+        if self._auto_commit and process.next_auto_commit_ms < until:
+            until = process.next_auto_commit_ms
+        if at >= until:
+            return False
+        owners = self._lazy_owner
+        for tp in process.owned:
+            other = owners.get(tp)
+            if other is not None and other is not process:
+                return False
+        for tp in process.owned:
+            owners[tp] = process
+        process.wake_at = at
+        process.held_wake = None
+        process.lazy_until = until
+        if process.boundary_at != until:
+            process.boundary_at = until
+            heapq.heappush(
+                self._queue,
+                (until, _WAKE, process.key, 0, next(self._seq), self._boundary, (process, until)),
+            )
+        return True
+
+    def _leave_lazy(self, process: Process) -> None:
+        process.lazy_until = None
+        owners = self._lazy_owner
+        for tp in process.owned:
+            if owners.get(tp) is process:
+                del owners[tp]
+
+    def _catch_up(self, process: Process) -> None:
+        """Run the lazy process's steps whose keys are smaller than the current event's,
+        as their own events would have.
+
+        Each is the quick step of ``_step_process`` for an idle, stable machine before its
+        deadline: finish the batch in hand, poll (the machine only notes the time: ``poll_idle``
+        returns its deadline, unchanged but for the poll timer, and sends nothing), start
+        the next batch, wake at its end or at the next record, or at the machine's deadline
+        if that is earlier. Before the lazy period's end (``lazy_until``, at most that
+        deadline) the deadline is never the earlier, so the machine is told only of the last
+        poll (the same state as after every one of them) and asked its deadline only for a
+        step whose next wake-up falls at or beyond that end."""
+        until = process.lazy_until
+        assert until is not None
+        event = self._event
+        limit = event[0]  # steps before it run; at it, those that precede the event too
+        if (_WAKE, process.key) < (event[1], event[2]):
+            limit += 1
+        wake_at = process.wake_at
+        if wake_at is None or wake_at >= limit:
+            return
+        now, catching_up = self.now, self._catching_up
+        self._catching_up = True
+        machine, sent = process.machine, self._sent
+        polled: int | None = None
+        steps = 0
+        try:
+            while wake_at is not None and wake_at < until and wake_at < limit:
+                self.now = t = wake_at
+                busy_until = process.busy_until
+                if busy_until is not None and t >= busy_until:
+                    self._apply_batch(process, until_ms=None)
+                    process.busy_until = None  # (no commit: lazy needs auto-commit)
+                at = self._poll_records(process)
+                if at is not None and at < until:
+                    polled = t
+                else:
+                    deadline = machine.poll_idle(t, sent)
+                    assert deadline is not None and not sent, (process.name, t, deadline)
+                    polled = None
+                    if at is None or deadline < at:
+                        at = deadline
+                if at <= t:
+                    at = t + 1  # as _set_wake does
+                process.wake_at = wake_at = at
+                steps += 1
+            if polled is not None:
+                self.now = polled
+                deadline = machine.poll_idle(polled, sent)
+                assert deadline is not None and not sent, (process.name, polled, deadline)
+        finally:
+            self.now, self._catching_up = now, catching_up
+            self.lazy_steps += steps
+
+    def _unlazy(self, process: Process) -> None:
+        """An event touches the process: bring its lazy steps up to the event; its next
+        wake-up is queued as in the eager engine."""
+        self._catch_up(process)
+        self._leave_lazy(process)
+        at = process.wake_at
+        if at is not None:
+            assert at >= self.now
+            heapq.heappush(
+                self._queue, (at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, at))
+            )
+
+    def _boundary(self, process: Process, at: int) -> None:
+        """The end of a process's lazy steps: the step due now (if any) runs for real."""
+        if process.lazy_until != at:
+            return  # it left the lazy mode (or chose another boundary) since
+        self._catch_up(process)
+        self._leave_lazy(process)
+        wake_at = process.wake_at
+        if wake_at == at:
+            self._wake(process, at)
+        elif wake_at is not None:
+            heapq.heappush(
+                self._queue,
+                (wake_at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, wake_at)),
+            )
+
     def _step(self, process: Process) -> None:
         """Bring one process up to ``now``: finish its batch, poll, send what is due, start
         the next batch, and schedule its next wake-up."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive or process.paused_until is not None:
             return
         self._step_process(process)
@@ -504,8 +786,19 @@ class Engine:
                             at = arrival
                 elif deadline < at:
                     at = deadline
+                if self._lazy:
+                    if self._catching_up:  # a lazy step: the next one is lazy too
+                        assert not sent and process.wake_at is None and at > now
+                        process.wake_at = at
+                        return
+                    wake_at = process.wake_at
+                    if (wake_at is None or at < wake_at or wake_at < now) and self._go_lazy(
+                        process, at, deadline
+                    ):
+                        return
                 self._set_wake(process, at, hold_until)
                 return
+        assert not self._catching_up, "a lazy step that is not an idle poll"
         closing = process.closing
         if process.close_requested and not closing and busy_until is None:
             self._close_now(process)
@@ -584,7 +877,9 @@ class Engine:
         if machine.coordinator_lookup_due(self.now) and not process.lookup_in_flight:
             process.lookup_in_flight = True
             rtt = process.sample_latency_ms() + process.sample_latency_ms()
-            self._push(math.ceil(self.now + rtt), self._lookup_done, (process,))
+            self._push(
+                math.ceil(self.now + rtt), _LOOKUP, process.key, 0, self._lookup_done, (process,)
+            )
         requests = machine.next_requests(self.now)
         if not requests:
             return
@@ -612,13 +907,32 @@ class Engine:
             return None
         arrival = max(self.now + process.sample_latency_ms(), process.up_last_ms)
         process.up_last_ms = arrival
+        process.up_seq += 1
         process.outstanding[request.correlation] = request
         self._routes[request.correlation] = (process, request)
         at = math.ceil(arrival)
-        heapq.heappush(self._queue, (at, next(self._seq), self._at_coordinator, (process, request)))
+        if at > self.now:  # _push's key, inline
+            heapq.heappush(
+                self._queue,
+                (
+                    at,
+                    _REQUEST,
+                    process.key,
+                    process.up_seq,
+                    next(self._seq),
+                    self._at_coordinator,
+                    (process, request),
+                ),
+            )
+        else:
+            self._push(
+                at, _REQUEST, process.key, process.up_seq, self._at_coordinator, (process, request)
+            )
         return at
 
     def _lookup_done(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.lookup_in_flight = False
         if not process.alive:
             return
@@ -632,6 +946,8 @@ class Engine:
         self._step(process)
 
     def _at_member(self, process: Process, response: AnyResponse) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive or response.correlation not in process.outstanding:
             return  # dead, or the request was already failed (cut, failover)
         if process.paused_until is not None or (
@@ -652,6 +968,8 @@ class Engine:
     def _failed_at_member(
         self, process: Process, request: AnyRequest, error: type[KafkaError]
     ) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive or process.outstanding.pop(request.correlation, None) is None:
             return
         process.machine.request_failed(request, error, self.now)
@@ -790,53 +1108,85 @@ class Engine:
                 best = t
         return best
 
+    def _poll_records(self, process: Process) -> int | None:
+        """``_start_batch``, then the batch's end or, with no batch, ``_next_arrival``; in
+        one pass over the partitions when no record is waiting (the usual lazy step)."""
+        now = self.now
+        streams = self.streams
+        floor, ceil = math.floor, math.ceil
+        best: int | None = None
+        any_active = False
+        for tp, o in process.owned.items():
+            if not o.active:
+                continue
+            any_active = True
+            position = o.position
+            assert position is not None
+            stream = streams[tp]
+            rate = stream.rate_per_s
+            if rate <= 0:
+                continue
+            start = stream.start_ms
+            # PartitionStream.arrived(now) > position, inline (the same arithmetic)
+            if now > start and floor((now - start) * rate / 1000.0 + 1e-9) > position:
+                self._start_batch(process)
+                return process.busy_until
+            # PartitionStream.next_arrival_ms(position), inline (the same arithmetic)
+            t = ceil(start + (position + 1) * 1000.0 / rate - 1e-9)
+            if best is None or t < best:
+                best = t
+        if any_active:
+            process.rr += 1  # the turn moves on with every poll that has partitions
+        return best
+
     def _start_batch(self, process: Process) -> None:
         """poll() returns up to max.poll.records records, partition after partition in
         turn; the application processes them one by one. (Not called when no records are
         ever produced: every poll would return nothing.)"""
         now = self.now
         streams = self.streams
-        any_active = False
-        any_available = False
         floor = math.floor
+        # the active partitions and how many records wait in each
+        # (PartitionStream.arrived(now) - position, inline: the same arithmetic)
+        active: list[tuple[TopicPartition, _Owned, int]] = []
+        any_available = False
         for tp, o in process.owned.items():
             if o.active:
-                any_active = True
                 position = o.position
                 assert position is not None
-                # PartitionStream.arrived(now), inline (the same arithmetic)
                 stream = streams[tp]
                 rate = stream.rate_per_s
-                if (
-                    rate > 0
-                    and now > stream.start_ms
-                    and floor((now - stream.start_ms) * rate / 1000.0 + 1e-9) > position
-                ):
-                    any_available = True
-                    break
+                available = 0
+                if rate > 0 and now > stream.start_ms:
+                    available = floor((now - stream.start_ms) * rate / 1000.0 + 1e-9) - position
+                    if available > 0:
+                        any_available = True
+                active.append((tp, o, available))
         if not any_available:
-            if any_active:
+            if active:
                 process.rr += 1  # the turn moves on with every poll that has partitions
             return
-        active = [(tp, o) for tp, o in process.owned.items() if o.active]
         budget = self._max_poll_records
-        start = process.rr % len(active)
+        first = process.rr % len(active)
         process.rr += 1
         sample = process.sample_record_ms
         t = float(now)
         segments: list[_Segment] = []
-        for tp, owned in active[start:] + active[:start]:
-            position = owned.position
-            assert position is not None
-            available = streams[tp].arrived(now) - position
+        for tp, owned, available in active[first:] + active[:first] if first else active:
             if available <= 0:
                 continue
-            n = min(available, budget)
-            completions: list[float] = []
-            append = completions.append
-            for _ in range(n):
+            position = owned.position
+            assert position is not None
+            n = available if available < budget else budget
+            if n == 1:
                 t += sample()
-                append(t)
+                completions = [t]
+            else:
+                completions = []
+                append = completions.append
+                for _ in range(n):
+                    t += sample()
+                    append(t)
             segments.append(_Segment(tp, position, completions))
             owned.position = position + n
             budget -= n
@@ -844,7 +1194,8 @@ class Engine:
                 break
         process.batch = segments
         # the clock's resolution is 1 ms: a poll loop turn takes at least that
-        process.busy_until = max(math.ceil(t), now + 1)
+        end = math.ceil(t)
+        process.busy_until = end if end > now else now + 1
 
     def _finish_batch(self, process: Process) -> None:
         self._apply_batch(process, until_ms=None)
@@ -856,6 +1207,13 @@ class Engine:
         """Count the batch's records as processed (those done by ``until_ms`` only)."""
         segments, process.batch = process.batch, []
         recorder, streams = self.recorder, self.streams
+        owners = self._lazy_owner
+        if owners and not self._catching_up:
+            # another process's lazy batches of these partitions that come first
+            for segment in segments:
+                other = owners.get(segment.tp)
+                if other is not None and other is not process:
+                    self._catch_up(other)
         for segment in segments:
             completions = segment.completions_ms
             if until_ms is not None:
@@ -867,10 +1225,15 @@ class Engine:
     # ------------------------------------------------------------------ metadata
 
     def _refresh_metadata(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if not process.alive:
             return
         self._push(
             self.now + self.scenario.consumer.metadata_max_age_ms,
+            _METADATA,
+            process.key,
+            0,
             self._refresh_metadata,
             (process,),
         )
@@ -934,7 +1297,14 @@ class Engine:
         first, rest = targets[0], targets[1:]
 
         def stopped(at_ms: int) -> None:
-            self._push(at_ms + downtime_ms, self._restart_one, (first.number, rest, downtime_ms))
+            self._push(
+                at_ms + downtime_ms,
+                _RESTART,
+                first.number << _INCARNATION_BITS,
+                0,
+                self._restart_one,
+                (first.number, rest, downtime_ms),
+            )
 
         self._request_close(first, stopped)
 
@@ -943,6 +1313,8 @@ class Engine:
         self._rolling_restart([p for p in rest if p.running], downtime_ms)
 
     def _pause(self, process: Process, duration_ms: int) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if process.paused_until is not None:
             return
         now = self.now
@@ -958,9 +1330,11 @@ class Engine:
             if owned.active:
                 self.recorder.owner_stopped(tp, now)
         self.recorder.event(now, "member_paused", process.name, duration_ms=duration_ms)
-        self._push(now + duration_ms, self._resume, (process,))
+        self._push(now + duration_ms, _RESUME, process.key, 0, self._resume, (process,))
 
     def _resume(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.paused_until = None
         if not process.alive:
             return
@@ -973,15 +1347,19 @@ class Engine:
         self._step(process)
 
     def _cut(self, process: Process, duration_ms: int) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         if process.cut_until is not None:
             return
         process.cut_until = self.now + duration_ms
         self.recorder.event(self.now, "network_partitioned", process.name, duration_ms=duration_ms)
         self._fail_outstanding(process, NetworkException)
-        self._push(self.now + duration_ms, self._heal, (process,))
+        self._push(self.now + duration_ms, _HEAL, process.key, 0, self._heal, (process,))
         self._step(process)
 
     def _heal(self, process: Process) -> None:
+        if process.lazy_until is not None:
+            self._unlazy(process)
         process.cut_until = None
         if process.alive:
             self.recorder.event(self.now, "network_healed", process.name)
@@ -995,9 +1373,11 @@ class Engine:
         self._routes.clear()
         self.recorder.event(self.now, "coordinator_down", duration_ms=downtime_ms)
         for process in list(self.processes.values()):
+            if process.lazy_until is not None:
+                self._unlazy(process)
             if process.alive:
                 self._fail_outstanding(process, NotCoordinatorError)
-        self._push(self.now + downtime_ms, self._coordinator_up, ())
+        self._push(self.now + downtime_ms, _COORDINATOR_UP, 0, 0, self._coordinator_up, ())
         for process in list(self.processes.values()):
             if process.alive and process.paused_until is None:
                 self._step(process)

@@ -1,0 +1,193 @@
+"""The lazy engine (application steps run on demand, not queued) gives exactly the outputs of
+the reference engine that queues every step (``run(..., lazy=False)``): summary, event
+rows and rebalance rows, on hypothesis-drawn scenarios (heartbeat thread on and off,
+pauses, network partitions, partition count changes, coordinator failover, rolling
+restarts, random processing times and latencies, auto-commit on and off).
+
+The golden runs (test_engine_golden.py) run the lazy engine too; these tests check that
+the lazy steps really ran (the comparisons are not vacuous)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import groupcoord.sim
+from groupcoord.sim import Scenario, SimResult, run
+from groupcoord.sim.engine import Engine
+from groupcoord.sim.invariants import InvariantViolation
+
+
+@contextmanager
+def _lazy_steps() -> Iterator[list[int]]:
+    """Counts the lazy steps of the runs made inside."""
+    counts: list[int] = []
+
+    class Counting(Engine):
+        def run(self) -> Any:
+            recorder = super().run()
+            counts.append(self.lazy_steps)
+            return recorder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groupcoord.sim, "Engine", Counting)
+        yield counts
+
+
+def _same(lazy: SimResult, eager: SimResult) -> None:
+    assert lazy.summary_json() == eager.summary_json()
+    assert lazy.event_rows == eager.event_rows
+    assert lazy.rebalance_rows == eager.rebalance_rows
+
+
+ACTION = st.sampled_from(
+    ["join", "crash", "leave", "restart", "pause", "network_partition", "partitions"]
+)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[Scenario, int]:
+    members = draw(st.integers(1, 6))
+    topics = draw(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(1, 8), min_size=1))
+    session = draw(st.sampled_from([1_000, 3_000, 10_000]))
+    timeline: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, 5))):
+        action = draw(ACTION)
+        event: dict[str, Any] = {"at_s": draw(st.integers(1, 40)), "action": action}
+        if action == "restart":
+            event["downtime_s"] = draw(st.sampled_from([0, 0.5, 3]))
+        if action in ("pause", "network_partition"):
+            # shorter and longer than the session: zombies that process what others own
+            event["duration_s"] = draw(st.sampled_from([0.5, 3, 12]))
+        if action == "partitions":
+            event["topic"] = draw(st.sampled_from(sorted(topics)))
+            event["count"] = topics[event["topic"]] + draw(st.integers(1, 4))
+        elif action != "join" or draw(st.booleans()):
+            event["count"] = draw(st.integers(1, 2))
+        timeline.append(event)
+    if draw(st.booleans()):
+        timeline.append(
+            {
+                "at_s": draw(st.integers(1, 40)),
+                "action": "coordinator_failover",
+                "downtime_s": draw(st.sampled_from([0, 1, 4])),
+            }
+        )
+    doc = {
+        "duration_s": 60,
+        "group": {
+            "members": members,
+            "topics": topics,
+            "assignors": draw(
+                st.sampled_from([["cooperative-sticky"], ["range"], ["roundrobin"], ["sticky"]])
+            ),
+            "static": draw(st.booleans()),
+        },
+        "consumer": {
+            "session_timeout_ms": session,
+            "heartbeat_interval_ms": session // draw(st.sampled_from([3, 4])),
+            "max_poll_interval_ms": draw(st.sampled_from([1_500, 5_000, 300_000])),
+            "max_poll_records": draw(st.sampled_from([1, 5, 50, 500])),
+            "heartbeat_thread": draw(st.booleans()),
+            "enable_auto_commit": draw(st.sampled_from([True, True, True, False])),
+            "auto_commit_interval_ms": draw(st.sampled_from([100, 1_000, 5_000])),
+            "metadata_max_age_ms": draw(st.sampled_from([2_000, 300_000])),
+        },
+        "coordinator": {
+            "group_initial_rebalance_delay_ms": draw(st.sampled_from([0, 500])),
+            "group_min_session_timeout_ms": 500,
+        },
+        "workload": {
+            "records_per_second_per_partition": draw(st.sampled_from([1, 10, 100])),
+            "record_time_ms": draw(
+                st.sampled_from(
+                    [
+                        1,
+                        0.3,
+                        {"dist": "uniform", "low": 0, "high": 30},
+                        {"dist": "lognormal", "median": 2, "p99": 200},
+                        {"dist": "empirical", "values": [0.5, 1, 1, 4, 40]},
+                    ]
+                )
+            ),
+        },
+        "network": {
+            "latency_ms": draw(st.sampled_from([0, 1, {"dist": "uniform", "low": 0, "high": 20}]))
+        },
+        "timeline": timeline,
+    }
+    return Scenario.from_dict(doc), draw(st.integers(0, 1000))
+
+
+def _run(scenario: Scenario, seed: int, *, lazy: bool) -> SimResult | str:
+    """The result, or the invariant violation the run stopped at (some drawn settings, such
+    as heartbeat.interval.ms above max.poll.interval.ms with static members, break the
+    checked properties in both engines: they must break them at the same point)."""
+    try:
+        return run(scenario, seed, check_invariants=True, lazy=lazy)
+    except InvariantViolation as e:
+        return str(e)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_lazy_engine_gives_the_reference_outputs(case: tuple[Scenario, int]) -> None:
+    scenario, seed = case
+    with _lazy_steps() as counts:
+        lazy = _run(scenario, seed, lazy=True)
+    eager = _run(scenario, seed, lazy=False)
+    if isinstance(lazy, str) or isinstance(eager, str):
+        assert lazy == eager
+        return
+    _same(lazy, eager)
+    c = scenario.consumer
+    if not (c.heartbeat_thread and c.enable_auto_commit):
+        assert counts == [0]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"consumer.max_poll_records": 1, "workload.records_per_second_per_partition": 200},
+        # a pause longer than the session: the zombie and the new owner process the same
+        # partitions
+        {
+            "timeline": [
+                {"at_s": 20, "action": "pause", "duration_s": 15, "count": 2},
+                {"at_s": 45, "action": "network_partition", "duration_s": 15, "count": 1},
+                {"at_s": 70, "action": "restart", "count": 3, "downtime_s": 2},
+                {"at_s": 90, "action": "coordinator_failover", "downtime_s": 2},
+            ]
+        },
+        {
+            "group.static": True,
+            "timeline": [{"at_s": 30, "action": "restart", "count": 4, "downtime_s": 3}],
+        },
+    ],
+    ids=["steady", "one-record-polls", "faults", "static-restart"],
+)
+def test_lazy_steps_run_and_change_nothing(overrides: dict[str, Any]) -> None:
+    scenario = Scenario.from_dict(
+        {
+            "duration_s": 120,
+            "group": {"members": 5, "topics": {"t": 10}},
+            "consumer": {"session_timeout_ms": 6_000, "heartbeat_interval_ms": 2_000},
+            "workload": {
+                "records_per_second_per_partition": 20,
+                "record_time_ms": {"dist": "lognormal", "median": 3, "p99": 40},
+            },
+            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 4}},
+        }
+    ).replace(**overrides)
+    with _lazy_steps() as counts:
+        lazy = run(scenario, 3, check_invariants=True)
+    eager = run(scenario, 3, lazy=False)
+    _same(lazy, eager)
+    # most application steps ran lazily
+    assert counts[0] > lazy.summary["records_processed"] // 2
