@@ -4,8 +4,9 @@
 The coordinator returns completed rebalances and removed members as events
 (:mod:`groupcoord.coordinator.events`) and the gateway hands them to its listeners;
 :class:`EventLog` appends each as one line and flushes it, so a crash of the server loses
-at most the line being written. Rebalances are rare next to heartbeats, so writing on the event loop costs nothing measurable. The file is
-opened for appending: a restarted server continues the same log.
+at most the line being written. Rebalances are rare next to heartbeats, so writing on the
+event loop costs nothing measurable. The file is opened for appending: a restarted server
+continues the same log.
 
 Every line has ``event``, ``time`` (ISO 8601, UTC, milliseconds), ``time_ms`` (epoch ms)
 and ``group``. The kinds:
