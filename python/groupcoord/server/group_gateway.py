@@ -171,6 +171,12 @@ class GroupGateway:
         return future
 
     def _commit(self, request: OffsetCommitRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        if self._issued(request.correlation) and _all_known_once(request, self._partitions()):
+            # the common case (the dispatcher's own token, every partition exists, none
+            # twice): the coordinator's answer is already in the request's order
+            token = request.correlation
+            assert isinstance(token, int)
+            return self._handle(token, request)
         known = self._partitions()
         topics = []
         for t in request.topics:
@@ -287,6 +293,20 @@ class GroupGateway:
             future.cancel()
         self._pending.clear()
         self.writer.close()
+
+
+def _all_known_once(request: OffsetCommitRequest, known: Mapping[str, int]) -> bool:
+    """Every partition of ``request`` exists, and no topic or partition appears twice."""
+    names = set()
+    for t in request.topics:
+        count = known.get(t.name)
+        if count is None or t.name in names:
+            return False
+        names.add(t.name)
+        indexes = {p.partition_index for p in t.partitions}
+        if len(indexes) != len(t.partitions) or not all(0 <= i < count for i in indexes):
+            return False
+    return True
 
 
 def _with_unknown_partitions(

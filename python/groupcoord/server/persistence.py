@@ -143,10 +143,15 @@ class StoreWriter:
             results = [False] * len(batches)
         else:
             results = done.result()
+        # the next transaction starts before the reports: answering thousands of commits
+        # takes the loop a while, and the disk need not wait for it (the next write begins
+        # after this one committed, so the order on disk is the order handed out)
+        self._busy = False
+        if self._queue and self._executor is not None:
+            self._start()
         for batch, ok in zip(batches, results, strict=True):
             self._reported += 1
             self._on_persisted(batch.batch_id, ok)
-        self._busy = False
         if self._flushes:
             still = []
             for target, future in self._flushes:
@@ -156,5 +161,5 @@ class StoreWriter:
                 else:
                     still.append((target, future))
             self._flushes = still
-        if self._queue and self._executor is not None:
-            self._start()
+        if not self._busy and self._queue and self._executor is not None:
+            self._start()  # batches the reports themselves handed out

@@ -24,6 +24,7 @@ big-endian u16 name length, the UTF-8 name, a u32 metadata length and the metada
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import struct
 from collections.abc import Mapping, Sequence
@@ -85,10 +86,14 @@ CREATE TABLE IF NOT EXISTS offsets (
 );
 """
 
-_UPSERT_OFFSET = """
+#: One statement upserts many offsets: the server writes on its own thread, and every
+#: statement step hands the GIL back and forth with the event loop (a wait of up to the
+#: switch interval when the loop is busy), so a transaction of a thousand commits must be
+#: a handful of steps, not a thousand.
+_UPSERT_OFFSETS = """
 INSERT INTO offsets (group_id, topic, partition, committed_offset, leader_epoch, metadata,
                      commit_timestamp_ms, expire_timestamp_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+VALUES {rows}
 ON CONFLICT (group_id, topic, partition) DO UPDATE SET
     committed_offset = excluded.committed_offset,
     leader_epoch = excluded.leader_epoch,
@@ -96,6 +101,15 @@ ON CONFLICT (group_id, topic, partition) DO UPDATE SET
     commit_timestamp_ms = excluded.commit_timestamp_ms,
     expire_timestamp_ms = excluded.expire_timestamp_ms
 """
+_OFFSET_COLUMNS = 8
+#: rows per upsert statement (SQLite applies them in order: a later row of a key wins)
+_ROWS_PER_STATEMENT = 1000
+
+
+@functools.cache
+def _upsert_offsets(rows: int) -> str:
+    return _UPSERT_OFFSETS.format(rows=", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * rows))
+
 
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
@@ -218,36 +232,43 @@ def _load(conn: sqlite3.Connection) -> StoredState:
 
 def _write_records(conn: sqlite3.Connection, records: Sequence[StoreRecord]) -> None:
     """Apply ``records`` in order (a later record of a partition or group wins, as it
-    would in Kafka's compacted offsets topic)."""
+    would in Kafka's compacted offsets topic); consecutive offset records go into as few
+    statements as the variable limit allows."""
+    limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // _OFFSET_COLUMNS
+    per_statement = max(1, min(_ROWS_PER_STATEMENT, limit))
+    values: list[object] = []
     for record in records:
         if isinstance(record, OffsetsRecord):
-            _commit_offsets(conn, record)
-        elif isinstance(record, GroupRecord):
+            group_id = record.group_id
+            for tp, o in record.offsets.items():
+                values += (
+                    group_id,
+                    tp.topic,
+                    tp.partition,
+                    o.committed_offset,
+                    o.leader_epoch,
+                    o.metadata,
+                    o.commit_timestamp_ms,
+                    o.expire_timestamp_ms,
+                )
+            continue
+        _upsert(conn, values, per_statement)
+        values = []
+        if isinstance(record, GroupRecord):
             _store_group(conn, record)
         elif isinstance(record, GroupTombstone):
             _delete_group(conn, record.group_id)
         else:
             raise TypeError(f"not a store record: {type(record).__name__}")
+    _upsert(conn, values, per_statement)
 
 
-def _commit_offsets(conn: sqlite3.Connection, record: OffsetsRecord) -> None:
-    group_id = record.group_id
-    conn.executemany(
-        _UPSERT_OFFSET,
-        [
-            (
-                group_id,
-                tp.topic,
-                tp.partition,
-                o.committed_offset,
-                o.leader_epoch,
-                o.metadata,
-                o.commit_timestamp_ms,
-                o.expire_timestamp_ms,
-            )
-            for tp, o in record.offsets.items()
-        ],
-    )
+def _upsert(conn: sqlite3.Connection, values: list[object], per_statement: int) -> None:
+    """Upsert the offset rows flattened in ``values``, in order."""
+    step = per_statement * _OFFSET_COLUMNS
+    for start in range(0, len(values), step):
+        chunk = values[start : start + step]
+        conn.execute(_upsert_offsets(len(chunk) // _OFFSET_COLUMNS), chunk)
 
 
 def _store_group(conn: sqlite3.Connection, r: GroupRecord) -> None:
