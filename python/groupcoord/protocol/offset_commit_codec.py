@@ -34,7 +34,7 @@ Layouts (request header v1 for v2-v7, v2 for v8+; response header v0 / v1 likewi
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Any, Final
 
 from groupcoord.coordinator import (
     OffsetCommitRequest,
@@ -132,6 +132,31 @@ class _Reader:
             raise _Unusual
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _partition(index: int, offset: int, epoch: int, metadata: str | None) -> Any:
+    """An OffsetCommitRequestPartition without its ``__post_init__`` checks (as the
+    Heartbeat codec builds its request): the reader guarantees what they check (an int32
+    index and epoch, an int64 offset, a str or None), and the differential tests compare
+    these objects with validated ones."""
+    p = _new(OffsetCommitRequestPartition)
+    _set(p, "partition_index", index)
+    _set(p, "committed_offset", offset)
+    _set(p, "committed_leader_epoch", epoch)
+    _set(p, "commit_timestamp", -1)
+    _set(p, "committed_metadata", metadata)
+    return p
+
+
+def _topic(name: str, partitions: tuple[OffsetCommitRequestPartition, ...]) -> Any:
+    t = _new(OffsetCommitRequestTopic)
+    _set(t, "name", name)
+    _set(t, "partitions", partitions)
+    return t
+
+
 def decode_offset_commit_request(
     frame: bytes, correlation: object = None
 ) -> tuple[int, OffsetCommitRequest] | None:
@@ -173,21 +198,15 @@ def _decode(frame: bytes, correlation: object) -> tuple[int, OffsetCommitRequest
             epoch = r.int32() if version >= 6 else -1
             metadata = r.string(nullable=True)
             r.no_tagged_fields()
-            partitions.append(
-                OffsetCommitRequestPartition(
-                    partition_index=index,
-                    committed_offset=offset,
-                    committed_leader_epoch=epoch,
-                    committed_metadata=metadata,
-                )
-            )
+            partitions.append(_partition(index, offset, epoch, metadata))
         r.no_tagged_fields()
         assert name is not None
-        topics.append(OffsetCommitRequestTopic(name=name, partitions=tuple(partitions)))
+        topics.append(_topic(name, tuple(partitions)))
     r.no_tagged_fields()
     if r.pos != len(frame):
         raise _Unusual  # trailing bytes: the generic path logs and ignores them
     assert group_id is not None and member_id is not None
+    # the one validated constructor: it checks the fields against the version
     request = OffsetCommitRequest(
         version=version,
         correlation=correlation,
