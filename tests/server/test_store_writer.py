@@ -16,7 +16,7 @@ from groupcoord.coordinator import (
     StoreRecord,
     WriteBatch,
 )
-from groupcoord.server.persistence import StoreWriter
+from groupcoord.server.persistence import REPORT_CHUNK, StoreWriter
 from groupcoord.types import TopicPartition
 
 
@@ -98,3 +98,31 @@ def test_unthreaded_writes_at_once_and_returns_the_result() -> None:
     store.fail_writes = True
     assert writer.submit(batch(3, "a")) is False
     assert store.load().offsets == {}
+
+
+def test_many_batches_are_reported_in_order_a_chunk_per_loop_turn() -> None:
+    async def main() -> list[tuple[int, int]]:
+        store = GatedStore()
+        reports: list[tuple[int, int]] = []  # (batch, loop turn it was reported in)
+        turns = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while True:
+                turns += 1
+                await asyncio.sleep(0)
+
+        counter = asyncio.ensure_future(count_turns())
+        writer = StoreWriter(store, lambda b, ok: reports.append((b, turns)), threaded=True)
+        for i in range(1, 3 * REPORT_CHUNK + 2):
+            writer.submit(batch(i, "a"))
+        store.gate.set()
+        await writer.flush()
+        counter.cancel()
+        writer.close()
+        return reports
+
+    reports = asyncio.run(main())
+    assert [b for b, _ in reports] == list(range(1, 3 * REPORT_CHUNK + 2))
+    # batches 2.. were one transaction; their reports still spread over loop turns
+    assert len({turn for b, turn in reports if b > 1}) >= 3

@@ -6,8 +6,8 @@ own with **group commit**: while a transaction is being written and fsynced, new
 queue up, and when the thread is free every batch queued by then goes into the next
 transaction (one fsync for all of them; Kafka's coordinator batches its appends the same
 way). Each batch is then reported to ``on_persisted(batch_id, ok)`` on the event loop, in
-order, and the coordinator releases the responses. Heartbeats and joins never wait behind
-a disk write.
+order and a chunk per loop turn, and the coordinator releases the responses. Heartbeats
+and joins never wait behind a disk write, nor behind the answers to a thousand commits.
 
 A transaction that fails fails every batch in it only if each fails on its own: the
 writer retries them one by one, so one bad record (or one unlucky moment) does not refuse
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,6 +28,9 @@ from groupcoord.coordinator import OffsetStore, StoreError, StoreRecord, WriteBa
 __all__ = ["StoreWriter"]
 
 log = logging.getLogger("groupcoord.server")
+
+#: batches reported per turn of the event loop
+REPORT_CHUNK = 64
 
 
 class StoreWriter:
@@ -49,6 +53,9 @@ class StoreWriter:
         )
         self._queue: list[WriteBatch] = []
         self._busy = False
+        #: written, not yet reported (reported in chunks, in order)
+        self._unreported: deque[tuple[WriteBatch, bool]] = deque()
+        self._reporting = False
         self._submitted = 0
         self._reported = 0
         #: (batches submitted when flush() was called, its future)
@@ -87,6 +94,7 @@ class StoreWriter:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         self._queue.clear()
+        self._unreported.clear()
         for _, future in self._flushes:
             if not future.done():
                 future.cancel()
@@ -149,9 +157,23 @@ class StoreWriter:
         self._busy = False
         if self._queue and self._executor is not None:
             self._start()
-        for batch, ok in zip(batches, results, strict=True):
+        self._unreported.extend(zip(batches, results, strict=True))
+        if not self._reporting:
+            self._reporting = True
+            self._report()
+
+    def _report(self) -> None:
+        """Report up to :data:`REPORT_CHUNK` batches, then let the loop serve others (a
+        heartbeat waits for one chunk, not for a thousand commits) and go on; in order."""
+        unreported = self._unreported
+        for _ in range(min(REPORT_CHUNK, len(unreported))):
+            batch, ok = unreported.popleft()
             self._reported += 1
             self._on_persisted(batch.batch_id, ok)
+        if unreported:
+            asyncio.get_running_loop().call_soon(self._report)
+        else:
+            self._reporting = False
         if self._flushes:
             still = []
             for target, future in self._flushes:
