@@ -34,6 +34,7 @@ from groupcoord.coordinator import (
     JoinGroupResponse,
     SequentialMemberIds,
     SyncGroupRequest,
+    SyncShell,
 )
 from groupcoord.protocol import encode_subscription
 from groupcoord.reference.expiry import MemberExpiry as ReferenceMemberExpiry
@@ -80,7 +81,7 @@ def _sync(
 
 
 def _form_groups(
-    coord: GroupCoordinator, groups: list[str], n: int, metadata: bytes, now: int
+    shell: SyncShell, groups: list[str], n: int, metadata: bytes, now: int
 ) -> tuple[dict[str, tuple[list[str], str, int]], int]:
     """Bring ``n`` members into each of ``groups``, all Stable, in one join phase; return
     {group: (member ids, leader, generation)} and the time it took (virtual)."""
@@ -88,16 +89,16 @@ def _form_groups(
     group_of: dict[str, str] = {}
     for group in groups:
         for i in range(n):
-            first = coord.handle(_join(group, "", f"c{i}", metadata, i), now)
+            first = shell.handle(_join(group, "", f"c{i}", metadata, i), now)
             member_id = first[0].member_id  # MEMBER_ID_REQUIRED
             group_of[member_id] = group
-            out += coord.handle(_join(group, member_id, f"c{i}", metadata, i), now)
+            out += shell.handle(_join(group, member_id, f"c{i}", metadata, i), now)
     while any(
-        coord.snapshot(g).state is GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
+        shell.coordinator.snapshot(g).state is GroupState.PREPARING_REBALANCE  # type: ignore[union-attr]
         for g in groups
     ):
-        now = coord.next_deadline() or now  # the initial delay ends (once extended)
-        out += coord.tick(now)
+        now = shell.next_deadline() or now  # the initial delay ends (once extended)
+        out += shell.tick(now)
     by_group: dict[str, list[JoinGroupResponse]] = {g: [] for g in groups}
     for r in out:
         if isinstance(r, JoinGroupResponse) and r.error is None:
@@ -109,9 +110,9 @@ def _form_groups(
         members = [r.member_id for r in joins]
         for member_id in members:
             if member_id != leader:
-                coord.handle(_sync(group, member_id, generation, ()), now)
-        coord.handle(_sync(group, leader, generation, tuple((m, b"") for m in members)), now)
-        snap = coord.snapshot(group)
+                shell.handle(_sync(group, member_id, generation, ()), now)
+        shell.handle(_sync(group, leader, generation, tuple((m, b"") for m in members)), now)
+        snap = shell.coordinator.snapshot(group)
         assert snap is not None and snap.state is GroupState.STABLE
         formed[group] = (members, leader, generation)
     return formed, now
@@ -124,8 +125,8 @@ def test_bench_rebalance(benchmark: Any, request: pytest.FixtureRequest) -> None
     n = 1000 if _full(request.config) else 50
     topics = [f"topic-{i}" for i in range(10)]
     metadata = encode_subscription(Subscription(topics))
-    coord = GroupCoordinator(config=CONFIG, member_id_factory=SequentialMemberIds())
-    formed, now = _form_groups(coord, ["big"], n, metadata, 0)
+    shell = SyncShell(None, CONFIG, member_id_factory=SequentialMemberIds())
+    formed, now = _form_groups(shell, ["big"], n, metadata, 0)
     members, leader, generation = formed["big"]
     joins = [_join("big", leader, "leader", metadata, -1)] + [
         _join("big", m, m, metadata, i) for i, m in enumerate(members) if m != leader
@@ -150,14 +151,14 @@ def test_bench_rebalance(benchmark: Any, request: pytest.FixtureRequest) -> None
     def rebalance(syncs: list[SyncGroupRequest], now: int) -> int:
         released = 0
         for req in joins:
-            released += len(coord.handle(req, now))
+            released += len(shell.handle(req, now))
         for req in syncs:
-            released += len(coord.handle(req, now))
+            released += len(shell.handle(req, now))
         return released
 
     released = benchmark.pedantic(rebalance, setup=setup, rounds=5 if n > 100 else 2)
     assert released == 2 * n  # every JoinGroup and SyncGroup answered
-    snap = coord.snapshot("big")
+    snap = shell.coordinator.snapshot("big")
     assert snap is not None and snap.state is GroupState.STABLE
     assert snap.generation_id == state["generation"]
     benchmark.extra_info["members"] = n
@@ -178,9 +179,9 @@ def _heartbeat_cluster(
     groups: int, per_group: int
 ) -> tuple[GroupCoordinator, list[HeartbeatRequest], int]:
     metadata = encode_subscription(Subscription(["t"]))
-    coord = GroupCoordinator(config=CONFIG, member_id_factory=SequentialMemberIds())
+    shell = SyncShell(None, CONFIG, member_id_factory=SequentialMemberIds())
     beats: list[HeartbeatRequest] = []
-    formed, now = _form_groups(coord, [f"group-{g}" for g in range(groups)], per_group, metadata, 0)
+    formed, now = _form_groups(shell, [f"group-{g}" for g in range(groups)], per_group, metadata, 0)
     for group, (members, _, generation) in formed.items():
         beats += [
             HeartbeatRequest(
@@ -192,7 +193,7 @@ def _heartbeat_cluster(
             )
             for i, m in enumerate(members)
         ]
-    return coord, beats, now
+    return shell.coordinator, beats, now
 
 
 def _rounds(start: int) -> Iterator[int]:
@@ -218,7 +219,7 @@ def test_bench_heartbeats(
         handle = coord.handle
         errors = 0
         for req in beats:
-            if handle(req, now)[0].error is not None:
+            if handle(req, now).responses[0].error is not None:
                 errors += 1
         return errors
 

@@ -2,10 +2,10 @@
 
 Usage: ``python coord_commit_child.py DB_PATH SEED FIRST_OFFSET``
 
-Commits offsets through GroupCoordinator + SqliteOffsetStore forever: a static member
+Commits offsets through GroupCoordinator + SqliteOffsetStore (a SyncShell) forever: a static member
 joins group "members" (so group metadata is stored too) and commits with its generation,
 and simple consumers commit with generation -1 to groups "s0".."s2". As soon as
-``handle()`` returns a successful OffsetCommit response, the commit is printed
+the shell returns a successful OffsetCommit response, the commit is printed
 (``group topic partition offset``) and stdout is flushed. The parent kills the process at a
 random moment and checks that every printed commit survived.
 """
@@ -16,7 +16,6 @@ import random
 import sys
 
 from groupcoord.coordinator import (
-    GroupCoordinator,
     JoinGroupRequest,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -24,6 +23,7 @@ from groupcoord.coordinator import (
     SequentialMemberIds,
     SqliteOffsetStore,
     SyncGroupRequest,
+    SyncShell,
 )
 
 
@@ -31,9 +31,9 @@ def main() -> None:
     path, seed = sys.argv[1], int(sys.argv[2])
     rng = random.Random(seed)
     store = SqliteOffsetStore(path)
-    coord = GroupCoordinator(
-        config={"group.initial.rebalance.delay.ms": 0},
-        store=store,
+    coord = SyncShell(
+        store,
+        {"group.initial.rebalance.delay.ms": 0},
         member_id_factory=SequentialMemberIds(start=seed * 1_000_000 + 1),
         now_ms=0,
     )

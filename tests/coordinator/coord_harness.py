@@ -1,7 +1,8 @@
 """Test helper: fake members wired back to back to a GroupCoordinator on a virtual clock.
 
-``Harness`` owns the coordinator and the clock and records every response by correlation
-(asserting that no request is answered twice). ``FakeMember`` speaks the classic protocol
+``Harness`` owns the coordinator (behind a :class:`SyncShell`, which persists every batch
+of records at once) and the clock and records every response by correlation (asserting
+that no request is answered twice). ``FakeMember`` speaks the classic protocol
 the way a Java consumer does: join (adopting the id from MEMBER_ID_REQUIRED), sync (the
 leader runs a real assignor on the members' subscriptions), heartbeat, commit, leave.
 """
@@ -15,7 +16,6 @@ from typing import Any
 from groupcoord import RangeAssignor, Subscription
 from groupcoord.assignors import Assignor
 from groupcoord.coordinator import (
-    GroupCoordinator,
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -29,6 +29,7 @@ from groupcoord.coordinator import (
     SequentialMemberIds,
     SyncGroupRequest,
     SyncGroupResponse,
+    SyncShell,
 )
 from groupcoord.coordinator.messages import AnyRequest, AnyResponse
 from groupcoord.errors import MemberIdRequiredError
@@ -47,12 +48,14 @@ class Harness:
         ids: Any = None,
     ) -> None:
         self.now = now
-        self.coord = GroupCoordinator(
-            config=dict(FAST if config is None else config),
-            store=store,
+        self.shell = SyncShell(
+            store,
+            dict(FAST if config is None else config),
             member_id_factory=ids or SequentialMemberIds(),
             now_ms=now,
         )
+        self.coord = self.shell.coordinator
+        self.store = self.shell.store
         self._corr = itertools.count(1)
         self.responses: dict[object, AnyResponse] = {}
         self.requests: dict[object, AnyRequest] = {}
@@ -77,7 +80,7 @@ class Harness:
         """Hand ``request`` to the coordinator now; return its response if released now."""
         assert request.correlation not in self.requests
         self.requests[request.correlation] = request
-        self._record(self.coord.handle(request, self.now))
+        self._record(self.shell.handle(request, self.now))
         return self.responses.get(request.correlation)
 
     def advance(self, ms: int) -> list[AnyResponse]:
@@ -91,9 +94,9 @@ class Harness:
             if d is None or d > t:
                 break
             self.now = max(self.now, d)
-            out += self._record(self.coord.tick(self.now))
+            out += self._record(self.shell.tick(self.now))
         self.now = max(self.now, t)
-        out += self._record(self.coord.tick(self.now))
+        out += self._record(self.shell.tick(self.now))
         return out
 
     def response(self, correlation: object) -> Any:

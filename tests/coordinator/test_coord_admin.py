@@ -182,3 +182,5 @@ def test_time_must_not_go_backwards() -> None:
         coord.tick(99)
     with pytest.raises(TypeError):
         coord.handle(object(), 100)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="out of order"):
+        coord.persisted(1, True, 100)  # no batch was handed out

@@ -368,7 +368,7 @@ def test_group_max_size_counts_rejoined_members_during_preparing_rebalance() -> 
     h = Harness({**FAST, "group.max.size": 3})
     ms = [h.member(f"m{i}") for i in range(3)]
     rebalance(h, ms)
-    h2 = Harness({**FAST, "group.max.size": 2}, store=h.coord.store, now=h.now)
+    h2 = Harness({**FAST, "group.max.size": 2}, store=h.store, now=h.now)
     for m in ms:
         m.h = h2
     assert h2.snapshot().state is GroupState.PREPARING_REBALANCE  # over capacity on load

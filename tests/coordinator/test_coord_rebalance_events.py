@@ -1,4 +1,5 @@
-"""Rebalance listeners: one event per completed join phase, with its cause and duration."""
+"""Rebalance events: one per completed join phase, with its cause and duration, returned
+in the coordinator's output and delivered to a shell's listeners."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from groupcoord.coordinator import (
     JoinGroupResponse,
     RebalanceCompleted,
     SequentialMemberIds,
+    SyncShell,
 )
 
 
@@ -29,19 +31,19 @@ def join(member_id: str = "", reason: str | None = None, version: int = 8) -> Jo
 
 
 def test_initial_rebalance_reports_members_generation_and_delay() -> None:
-    events: list[RebalanceCompleted] = []
     coord = GroupCoordinator(
         {"group.initial.rebalance.delay.ms": 3000}, member_id_factory=SequentialMemberIds()
     )
-    coord.add_rebalance_listener(events.append)
     # v4+: the first join is answered MEMBER_ID_REQUIRED with an id to rejoin with
-    (first,) = coord.handle(join(reason="starting up"), 1000)
+    (first,), _, events = coord.handle(join(reason="starting up"), 1000)
     assert isinstance(first, JoinGroupResponse)
-    assert coord.handle(join(first.member_id, reason="starting up"), 1000) == []
-    assert events == []
-    released = coord.tick(4000)
+    assert events == ()
+    assert coord.handle(join(first.member_id, reason="starting up"), 1000) == ([], None, ())
+    released, writes, events = coord.tick(4000)
     assert len(released) == 1
+    assert writes is None  # a rebalance to a non-empty generation stores nothing yet
     (event,) = events
+    assert isinstance(event, RebalanceCompleted)
     assert event.group_id == "g"
     assert event.generation_id == 1
     assert event.members == (first.member_id,)
@@ -55,14 +57,15 @@ def test_initial_rebalance_reports_members_generation_and_delay() -> None:
 @given(delay=st.integers(0, 10_000), start=st.integers(0, 10**9))
 def test_duration_is_the_time_from_first_join_to_the_new_generation(delay: int, start: int) -> None:
     events: list[RebalanceCompleted] = []
-    coord = GroupCoordinator(
+    shell = SyncShell(
+        None,
         {"group.initial.rebalance.delay.ms": delay},
         member_id_factory=SequentialMemberIds(),
         now_ms=start,
     )
-    coord.add_rebalance_listener(events.append)
-    (first,) = coord.handle(join(), start)
-    coord.handle(join(first.member_id), start)
-    coord.tick(start + delay)
+    shell.add_rebalance_listener(events.append)
+    (first,) = shell.handle(join(), start)
+    shell.handle(join(first.member_id), start)
+    shell.tick(start + delay)
     assert [e.duration_ms for e in events] == [delay]
     assert events[0].started_ms == start

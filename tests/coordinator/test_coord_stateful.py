@@ -34,7 +34,6 @@ from hypothesis.stateful import (
 from groupcoord import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor, Subscription
 from groupcoord.coordinator import (
     DeleteGroupsRequest,
-    GroupCoordinator,
     GroupState,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -48,6 +47,7 @@ from groupcoord.coordinator import (
     SequentialMemberIds,
     SyncGroupRequest,
     SyncGroupResponse,
+    SyncShell,
 )
 from groupcoord.errors import (
     FencedInstanceIdError,
@@ -111,9 +111,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.store = MemoryOffsetStore()
         self.ids = SequentialMemberIds()
         self.now = 0
-        self.coord = GroupCoordinator(
-            config=CONFIG, store=self.store, member_id_factory=self.ids, now_ms=0
-        )
+        self.shell = SyncShell(self.store, CONFIG, member_id_factory=self.ids, now_ms=0)
+        self.coord = self.shell.coordinator
         self.corr = itertools.count(1)
         self.requests: dict[object, Any] = {}
         self.owner: dict[object, Client] = {}
@@ -146,7 +145,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if client is not None:
             self.owner[req.correlation] = client
             client.in_flight = req.correlation
-        self._absorb(self.coord.handle(req, self.now))
+        self._absorb(self.shell.handle(req, self.now))
         return req.correlation
 
     def _client_sees(self, client: Client, r: Any) -> None:
@@ -207,15 +206,15 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if d is not None and self.now < d - 1 and d - 1 <= target:
                 # Nothing may happen before next_deadline.
                 before = self._states()
-                assert self.coord.tick(d - 1) == []
+                assert self.shell.tick(d - 1) == []
                 self.now = d - 1
                 assert self._states() == before
             if not on_time or d is None or d > target:
                 break
             self.now = max(self.now, d)
-            self._absorb(self.coord.tick(self.now))
+            self._absorb(self.shell.tick(self.now))
         self.now = max(self.now, target)
-        self._absorb(self.coord.tick(self.now))
+        self._absorb(self.shell.tick(self.now))
 
     # ------------------------------------------------------------------ setup
 
@@ -403,7 +402,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 ),
             ),
         )
-        out = self.coord.handle(req, self.now)
+        out = self.shell.handle(req, self.now)
         self.requests[req.correlation] = req
         mine = [r for r in out if r.correlation == req.correlation]
         self._absorb(out)
@@ -415,7 +414,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def delete_simple_group(self) -> None:
         req = DeleteGroupsRequest(version=2, correlation=next(self.corr), groups_names=("simple",))
         self.requests[req.correlation] = req
-        out = self.coord.handle(req, self.now)
+        out = self.shell.handle(req, self.now)
         mine = next(r for r in out if r.correlation == req.correlation)
         self._absorb(out)
         if mine.results[0].error is None:
@@ -473,9 +472,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 self.abandoned.add(c)  # their connections are gone
         for client in self.clients:
             client.in_flight = None
-        self.coord = GroupCoordinator(
-            config=CONFIG, store=self.store, member_id_factory=self.ids, now_ms=self.now
-        )
+        self.shell = SyncShell(self.store, CONFIG, member_id_factory=self.ids, now_ms=self.now)
+        self.coord = self.shell.coordinator
 
     # ------------------------------------------------------------------ invariants
 

@@ -24,8 +24,8 @@ from groupcoord.coordinator import (
     SqliteOffsetStore,
     StoreError,
 )
-from groupcoord.coordinator.sqlite_store import decode_protocols, encode_protocols
 from groupcoord.errors import FencedInstanceIdError, UnknownMemberIdError
+from groupcoord.storage.offset_store import decode_protocols, encode_protocols
 from groupcoord.types import TopicPartition
 
 HERE = Path(__file__).parent
@@ -60,7 +60,7 @@ def test_restarted_coordinator_returns_committed_offsets(store_factory) -> None:
     h.member("s", group_id="simple").commit(
         {("u", 1): 7}, generation_id_or_member_epoch=-1, member_id=""
     )
-    h.coord.close()
+    h.shell.close()
     h2 = _restart(h, store_factory(), [a])
     fetched = a.fetch({"t": [0, 1, 3]})
     assert [p.committed_offset for p in fetched.topics[0].partitions] == [11, -1, 33]
@@ -78,7 +78,7 @@ def test_restarted_coordinator_lets_static_members_rejoin_without_rebalance(
     b = h.member("b", instance_id="ib", join_version=9)
     rebalance(h, [a, b])
     generation, assignment_b = a.generation, b.assignment
-    h.coord.close()
+    h.shell.close()
     h2 = _restart(h, store_factory(), [a, b])
     snap = h2.snapshot()
     assert snap.state is GroupState.STABLE and snap.generation_id == generation
@@ -99,7 +99,7 @@ def test_restarted_coordinator_expires_members_that_do_not_come_back(store_facto
     h = Harness(store=store_factory())
     a, b = h.member("a"), h.member("b")
     rebalance(h, [a, b])
-    h.coord.close()
+    h.shell.close()
     h2 = _restart(h, store_factory(), [a, b])
     for _ in range(3):
         h2.advance(5000)
@@ -114,7 +114,7 @@ def test_empty_group_generation_survives_restart(store_factory) -> None:
     rebalance(h, [a])
     a.leave()
     assert h.snapshot().generation_id == 2
-    h.coord.close()
+    h.shell.close()
     h2 = _restart(h, store_factory())
     snap = h2.snapshot()
     assert snap.state is GroupState.EMPTY and snap.generation_id == 2
@@ -128,7 +128,7 @@ def test_deleted_group_stays_deleted_after_restart(store_factory) -> None:
     s = h.member("s", group_id="simple")
     s.commit({("t", 0): 1}, generation_id_or_member_epoch=-1, member_id="")
     h.send(DeleteGroupsRequest(version=2, correlation=h.correlation(), groups_names=("simple",)))
-    h.coord.close()
+    h.shell.close()
     h2 = _restart(h, store_factory())
     assert h2.coord.group_ids() == []
 

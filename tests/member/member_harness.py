@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from groupcoord.assignors.base import Assignor
-from groupcoord.coordinator import GroupCoordinator, MemoryOffsetStore, SequentialMemberIds
+from groupcoord.coordinator import MemoryOffsetStore, SequentialMemberIds, SyncShell
 from groupcoord.coordinator.messages import AnyRequest, AnyResponse
 from groupcoord.errors import NetworkException
 from groupcoord.member.config import MemberConfig
@@ -112,9 +112,10 @@ class Cluster:
         settings.update(coordinator_settings or {})
         self.now = 0
         self.partitions_per_topic = dict(partitions_per_topic)
-        self.coordinator = GroupCoordinator(
-            settings, MemoryOffsetStore(), SequentialMemberIds(), now_ms=0
+        self.shell = SyncShell(
+            MemoryOffsetStore(), settings, member_id_factory=SequentialMemberIds(), now_ms=0
         )
+        self.coordinator = self.shell.coordinator
         self.members: dict[str, SimMember] = {}
         self.delivered: list[Delivered] = []
         self.sent: list[tuple[int, str, AnyRequest]] = []
@@ -198,7 +199,7 @@ class Cluster:
 
     def _settle(self) -> None:
         for _round in range(10_000):
-            moved = self._route(self.coordinator.tick(self.now))
+            moved = self._route(self.shell.tick(self.now))
             for m in self.live():
                 machine = m.machine
                 if machine.coordinator_lookup_due(self.now):
@@ -217,7 +218,7 @@ class Cluster:
                     token = (id(m), request.correlation)
                     wrapped = dataclasses.replace(request, correlation=token)  # type: ignore[type-var]
                     self._routes[token] = m
-                    self._route(self.coordinator.handle(wrapped, self.now))
+                    self._route(self.shell.handle(wrapped, self.now))
                 self._check(m)
             if not moved:
                 return

@@ -29,7 +29,7 @@ from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
 from groupcoord.server.log import TopicLog
-from groupcoord.server.log_store import MemoryLogStore
+from groupcoord.storage.log_store import MemoryLogStore
 
 BROKER = BrokerInfo(node_id=0, host="127.0.0.1", port=9092, cluster_id="test")
 

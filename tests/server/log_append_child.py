@@ -16,7 +16,7 @@ import sys
 from log_batches import build_batch
 
 from groupcoord.server.log import TopicLog
-from groupcoord.server.log_store import SqliteLogStore
+from groupcoord.storage.log_store import SqliteLogStore
 
 
 def batch_for(run: int, i: int, sequence: int, producer_id: int) -> tuple[bytes, bytes]:

@@ -43,7 +43,7 @@ from groupcoord.server.data_apis import (
     DataApis,
 )
 from groupcoord.server.log import TIMESTAMP_AFTER_MAX_MS, TopicLog
-from groupcoord.server.log_store import MemoryLogStore
+from groupcoord.storage.log_store import MemoryLogStore
 
 NODE = BrokerInfo(node_id=7, host="127.0.0.1", port=19092, cluster_id="groupcoord-test")
 

@@ -36,8 +36,8 @@ from groupcoord.server.log import (
     TopicLog,
     validate_topic_name,
 )
-from groupcoord.server.log_store import MemoryLogStore, SqliteLogStore
 from groupcoord.server.records import parse_header
+from groupcoord.storage.log_store import MemoryLogStore, SqliteLogStore
 
 
 @pytest.fixture(params=["memory", "sqlite"])

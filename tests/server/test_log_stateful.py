@@ -31,7 +31,7 @@ from groupcoord.errors import (
     OutOfOrderSequenceNumberError,
 )
 from groupcoord.server.log import PRODUCER_BATCHES_RETAINED, TopicLog
-from groupcoord.server.log_store import LogStore, MemoryLogStore, SqliteLogStore
+from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
 
 PARTITIONS = 2
 values_st = st.lists(st.one_of(st.none(), st.binary(max_size=12)), min_size=1, max_size=4)

@@ -19,7 +19,7 @@ from log_batches import build_batch, read_records
 
 from groupcoord.coordinator import OffsetAndMetadata, SqliteOffsetStore
 from groupcoord.server.log import TopicLog
-from groupcoord.server.log_store import (
+from groupcoord.storage.log_store import (
     BatchMetadata,
     LogStore,
     MemoryLogStore,

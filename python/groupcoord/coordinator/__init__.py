@@ -3,7 +3,7 @@
 See :class:`GroupCoordinator`. Requests and responses are in
 :mod:`groupcoord.coordinator.messages`, the state table in
 :mod:`groupcoord.coordinator.states`, the stores in :mod:`groupcoord.coordinator.offsets`
-(interface, in memory) and :mod:`groupcoord.coordinator.sqlite_store` (SQLite, WAL).
+(interface, in memory) and :mod:`groupcoord.storage.offset_store` (SQLite, WAL).
 """
 
 from groupcoord.coordinator.coordinator import (
@@ -20,6 +20,7 @@ from groupcoord.coordinator.events import (
     RebalanceListener,
     RemovalCause,
 )
+from groupcoord.coordinator.listeners import Listeners
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
     AnyRequest,
@@ -63,21 +64,27 @@ from groupcoord.coordinator.messages import (
 )
 from groupcoord.coordinator.offsets import (
     GroupRecord,
+    GroupTombstone,
     MemberRecord,
     MemoryOffsetStore,
     OffsetAndMetadata,
+    OffsetsRecord,
     OffsetStore,
     StoredState,
     StoreError,
+    StoreRecord,
 )
-from groupcoord.coordinator.sqlite_store import SqliteOffsetStore
+from groupcoord.coordinator.output import CoordinatorEvent, Output, WriteBatch
 from groupcoord.coordinator.states import TRANSITIONS, GroupState, IllegalStateTransition
+from groupcoord.coordinator.sync_shell import SyncShell
+from groupcoord.storage.offset_store import SqliteOffsetStore
 
 __all__ = [
     "TRANSITIONS",
     "UNKNOWN_MEMBER_ID",
     "AnyRequest",
     "AnyResponse",
+    "CoordinatorEvent",
     "DeletableGroupResult",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
@@ -89,6 +96,7 @@ __all__ = [
     "GroupRecord",
     "GroupSnapshot",
     "GroupState",
+    "GroupTombstone",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "IllegalStateTransition",
@@ -100,6 +108,7 @@ __all__ = [
     "ListGroupsRequest",
     "ListGroupsResponse",
     "ListedGroup",
+    "Listeners",
     "MemberIdentity",
     "MemberListener",
     "MemberRecord",
@@ -122,6 +131,8 @@ __all__ = [
     "OffsetFetchResponsePartition",
     "OffsetFetchResponseTopic",
     "OffsetStore",
+    "OffsetsRecord",
+    "Output",
     "RebalanceCompleted",
     "RebalanceListener",
     "RemovalCause",
@@ -130,8 +141,11 @@ __all__ = [
     "SequentialMemberIds",
     "SqliteOffsetStore",
     "StoreError",
+    "StoreRecord",
     "StoredState",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "SyncShell",
+    "WriteBatch",
     "default_member_id",
 ]

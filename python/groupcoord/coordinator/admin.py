@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from functools import partial
 
+from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.messages import (
     DeletableGroupResult,
     DeleteGroupsRequest,
@@ -18,7 +20,7 @@ from groupcoord.coordinator.messages import (
     ListGroupsRequest,
     ListGroupsResponse,
 )
-from groupcoord.coordinator.offsets import StoreError
+from groupcoord.coordinator.offsets import GroupTombstone
 from groupcoord.coordinator.rebalance import Rebalancer
 from groupcoord.coordinator.states import GroupState
 from groupcoord.errors import (
@@ -118,31 +120,61 @@ def handle_list_groups(rb: Rebalancer, req: ListGroupsRequest) -> None:
 
 
 def handle_delete_groups(rb: Rebalancer, req: DeleteGroupsRequest) -> None:
-    results: list[DeletableGroupResult] = []
+    """Empty groups are deleted (metadata and offsets): each goes Dead at once, so nothing
+    joins or commits to it meanwhile, and is dropped once its tombstone is persisted; a
+    failed write brings it back as it was and answers COORDINATOR_NOT_AVAILABLE."""
+    errors: dict[str, ErrorClass] = {}
+    doomed: list[tuple[Group, tuple[GroupState, GroupState | None, int]]] = []
     for group_id in dict.fromkeys(req.groups_names):
         group = rb.groups.get(group_id)
-        error: ErrorClass
         if group is None or group.state is _DEAD:
-            error = GroupIdNotFoundError
+            errors[group_id] = GroupIdNotFoundError
         elif group.state is not _EMPTY:
-            error = NonEmptyGroupError
+            errors[group_id] = NonEmptyGroupError
         else:
-            try:
-                rb.store.delete_group(group_id)
-            except StoreError as e:
-                log.warning("group %s: delete failed: %s", group_id, e)
-                error = CoordinatorNotAvailableError
-            else:
-                group.transition_to(_DEAD, rb.now)
-                del rb.groups[group_id]
-                rb.rebalances_started.pop(group_id, None)
-                rb.expiry.remove_group(group_id)
-                log.info("group %s deleted (%d offsets)", group_id, len(group.offsets))
-                error = None
-        results.append(DeletableGroupResult(group_id=group_id, error=error))
+            errors[group_id] = None
+            doomed.append((group, (group.state, group.previous_state, group.state_timestamp_ms)))
+            group.transition_to(_DEAD, rb.now)
+    if doomed:
+        rb.persist(
+            tuple(GroupTombstone(group.group_id) for group, _ in doomed),
+            partial(_on_deleted, rb, req, errors, doomed),
+        )
+        return
+    _respond(rb, req, errors)
+
+
+def _on_deleted(
+    rb: Rebalancer,
+    req: DeleteGroupsRequest,
+    errors: dict[str, ErrorClass],
+    doomed: list[tuple[Group, tuple[GroupState, GroupState | None, int]]],
+    ok: bool,
+) -> None:
+    for group, before in doomed:
+        group_id = group.group_id
+        if not ok:
+            log.warning("group %s: delete was not persisted", group_id)
+            group.restore_state(*before)
+            errors[group_id] = CoordinatorNotAvailableError
+            continue
+        if rb.groups.get(group_id) is group:
+            del rb.groups[group_id]
+        rb.rebalances_started.pop(group_id, None)
+        rb.expiry.remove_group(group_id)
+        log.info("group %s deleted (%d offsets)", group_id, len(group.offsets))
+    _respond(rb, req, errors)
+
+
+def _respond(rb: Rebalancer, req: DeleteGroupsRequest, errors: dict[str, ErrorClass]) -> None:
     rb.out.append(
         DeleteGroupsResponse(
-            version=req.version, correlation=req.correlation, results=tuple(results)
+            version=req.version,
+            correlation=req.correlation,
+            results=tuple(
+                DeletableGroupResult(group_id=group_id, error=error)
+                for group_id, error in errors.items()
+            ),
         )
     )
 

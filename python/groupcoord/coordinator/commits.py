@@ -2,13 +2,16 @@
 
 A commit is fenced by generation and member (simple consumers and admins commit with
 generation -1 while the group is Empty), checked against offset.metadata.max.bytes, and
-written to the store; the response is built only after the store returned, so with a
-durable store an acknowledged commit is durable. Fetches are served from memory.
+handed to the shell as an :class:`~groupcoord.coordinator.offsets.OffsetsRecord`; its
+response is released, and the offsets become visible to OffsetFetch, only once the shell
+reports the record persisted, so an acknowledged commit is durable. Fetches are served from
+memory (only persisted offsets, as Kafka reads its last committed state).
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.messages import (
@@ -26,7 +29,7 @@ from groupcoord.coordinator.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from groupcoord.coordinator.offsets import OffsetAndMetadata, StoreError
+from groupcoord.coordinator.offsets import OffsetAndMetadata, OffsetsRecord
 from groupcoord.coordinator.rebalance import Rebalancer
 from groupcoord.coordinator.states import GroupState
 from groupcoord.errors import (
@@ -100,7 +103,36 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
         member = group.members.get(req.member_id)
         if member is not None and group.state in (_STABLE, _PREPARING):
             rb.schedule_heartbeat(group, member)
-        _store_offsets(rb, group, req, requested, results, now)
+        offsets = _accepted_offsets(rb, req, requested, results, now)
+        if offsets:
+            rb.persist(
+                (OffsetsRecord(group.group_id, offsets),),
+                partial(_on_offsets_persisted, rb, group, req, offsets, results),
+            )
+            return
+    _respond(rb, req, results)
+
+
+def _on_offsets_persisted(
+    rb: Rebalancer,
+    group: Group,
+    req: OffsetCommitRequest,
+    offsets: dict[TopicPartition, OffsetAndMetadata],
+    results: dict[TopicPartition, ErrorClass],
+    ok: bool,
+) -> None:
+    if ok:
+        group.offsets.update(offsets)
+    else:
+        log.warning("group %s: offset commit was not persisted", group.group_id)
+        for tp in offsets:
+            results[tp] = CoordinatorNotAvailableError
+    _respond(rb, req, results)
+
+
+def _respond(
+    rb: Rebalancer, req: OffsetCommitRequest, results: dict[TopicPartition, ErrorClass]
+) -> None:
     by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
     for tp, e in results.items():
         by_topic.setdefault(tp.topic, []).append(
@@ -118,14 +150,15 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     )
 
 
-def _store_offsets(
+def _accepted_offsets(
     rb: Rebalancer,
-    group: Group,
     req: OffsetCommitRequest,
     requested: dict[TopicPartition, OffsetCommitRequestPartition],
     results: dict[TopicPartition, ErrorClass],
     now: int,
-) -> None:
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """The offsets to persist; partitions whose metadata is too long get their error in
+    ``results``."""
     max_metadata = rb.config.offset_metadata_max_bytes
     expire = -1 if req.retention_time_ms == -1 else now + req.retention_time_ms
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -141,16 +174,7 @@ def _store_offsets(
             commit_timestamp_ms=now if p.commit_timestamp == -1 else p.commit_timestamp,
             expire_timestamp_ms=expire,
         )
-    if not offsets:
-        return
-    try:
-        rb.store.commit_offsets(group.group_id, offsets)
-    except StoreError as e:
-        log.warning("group %s: offset commit failed: %s", group.group_id, e)
-        for tp in offsets:
-            results[tp] = CoordinatorNotAvailableError
-        return
-    group.offsets.update(offsets)
+    return offsets
 
 
 def handle_offset_fetch(rb: Rebalancer, req: OffsetFetchRequest) -> None:

@@ -10,6 +10,13 @@ Responses may be released later than their request: a JoinGroup waits for the jo
 to end and a follower's SyncGroup for the leader's assignment, so a call returns the
 responses released *now*, for this request and for earlier ones. Each carries its
 request's ``correlation``. Every request gets exactly one response.
+
+It does no I/O for durability either: a call's :class:`~groupcoord.coordinator.output.Output`
+carries the records to persist, and a response that depends on them (an OffsetCommit, the
+leader's SyncGroup, a DeleteGroups) is held back until the shell reports them with
+:meth:`~GroupCoordinator.persisted` (Kafka's ``CoordinatorResult``). Events are outputs
+too. :class:`~groupcoord.coordinator.sync_shell.SyncShell` is the shell that persists at
+once (simulator, tests, scripts); the server persists off its event loop.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +36,6 @@ from groupcoord.coordinator.admin import (
     handle_list_groups,
 )
 from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
-from groupcoord.coordinator.events import MemberListener, RebalanceListener
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
@@ -38,7 +45,6 @@ from groupcoord.coordinator.membership import (
 )
 from groupcoord.coordinator.messages import (
     AnyRequest,
-    AnyResponse,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HeartbeatRequest,
@@ -49,8 +55,9 @@ from groupcoord.coordinator.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetAndMetadata, OffsetStore
-from groupcoord.coordinator.rebalance import MemberIdFactory, Rebalancer
+from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState
+from groupcoord.coordinator.output import Output, WriteBatch
+from groupcoord.coordinator.rebalance import MemberIdFactory, OnPersisted, Rebalancer
 from groupcoord.coordinator.states import GroupState
 from groupcoord.types import TopicPartition
 
@@ -121,21 +128,22 @@ class GroupCoordinator:
     """Kafka's classic group coordinator as a pure state machine.
 
     ``config``: a :class:`~groupcoord.config.CoordinatorConfig`, or a mapping of Kafka
-    setting names (``{"group.initial.rebalance.delay.ms": 0}``). ``store``: where offsets
-    and group metadata go (default: a new :class:`MemoryOffsetStore`); whatever it holds is
-    loaded now, as after a restart. ``member_id_factory(client_id, group_instance_id)``
-    makes member ids (default :func:`default_member_id`; :class:`SequentialMemberIds` is
-    reproducible). ``now_ms``: the current time.
+    setting names (``{"group.initial.rebalance.delay.ms": 0}``).
+    ``member_id_factory(client_id, group_instance_id)`` makes member ids (default
+    :func:`default_member_id`; :class:`SequentialMemberIds` is reproducible). ``now_ms``:
+    the current time. ``stored``: what a store holds (``store.load()``), the state to start
+    from, as after a restart (default: nothing).
     """
 
-    __slots__ = ("_rb",)
+    __slots__ = ("_batch_ids", "_in_flight", "_rb")
 
     def __init__(
         self,
         config: CoordinatorConfig | Mapping[str, object] | None = None,
-        store: OffsetStore | None = None,
+        *,
         member_id_factory: MemberIdFactory | None = None,
         now_ms: int = 0,
+        stored: StoredState | None = None,
     ) -> None:
         if config is None:
             config = CoordinatorConfig()
@@ -145,11 +153,14 @@ class GroupCoordinator:
             raise TypeError(f"now_ms must be an int, not {type(now_ms).__name__}")
         self._rb = Rebalancer(
             config,
-            MemoryOffsetStore() if store is None else store,
             default_member_id if member_id_factory is None else member_id_factory,
             now_ms,
         )
-        self._load()
+        self._batch_ids = itertools.count(1)
+        #: batches handed out and not yet reported, oldest first: (id, what to do then)
+        self._in_flight: deque[tuple[int, list[OnPersisted]]] = deque()
+        if stored is not None:
+            self._load(stored)
 
     # ------------------------------------------------------------------ public API
 
@@ -158,21 +169,17 @@ class GroupCoordinator:
         return self._rb.config
 
     @property
-    def store(self) -> OffsetStore:
-        return self._rb.store
-
-    @property
     def now_ms(self) -> int:
         """The latest time the coordinator was told."""
         return self._rb.now
 
-    def handle(self, request: AnyRequest, now_ms: int) -> list[AnyResponse]:
-        """Handle ``request`` at ``now_ms``; return every response released now.
+    def handle(self, request: AnyRequest, now_ms: int) -> Output:
+        """Handle ``request`` at ``now_ms``; return the responses released now, the records
+        to persist and the events (see :class:`~groupcoord.coordinator.output.Output`).
 
         Deadlines that passed by ``now_ms`` take effect first, as if :meth:`tick` had been
-        called on time. With a durable store, an OffsetCommit response is returned only
-        after the commit is durable. ``now_ms`` must not go backwards (``ValueError``);
-        an unknown request type raises ``TypeError``.
+        called on time. ``now_ms`` must not go backwards (``ValueError``); an unknown
+        request type raises ``TypeError``.
         """
         handler = _HANDLERS.get(type(request))
         if handler is None:
@@ -182,29 +189,44 @@ class GroupCoordinator:
             _check_time(rb, now_ms)
         rb.expire(now_ms)
         handler(rb, request)
-        out = rb.out
-        rb.out = []
-        return out
+        return self._take()
 
-    def tick(self, now_ms: int) -> list[AnyResponse]:
-        """Act on every deadline up to ``now_ms``; return the responses released."""
+    def tick(self, now_ms: int) -> Output:
+        """Act on every deadline up to ``now_ms``; return what that released."""
         self._advance(now_ms)
         return self._take()
+
+    def persisted(self, batch_id: int, ok: bool, now_ms: int) -> Output:
+        """The shell reports the records of batch ``batch_id``: on disk (``ok``) or not.
+        Batches are reported in the order they were handed out (``ValueError`` otherwise).
+        Releases the responses that waited for them (with COORDINATOR_NOT_AVAILABLE where
+        the write failed, as Kafka answers a failed offsets-topic append).
+
+        A later ``now_ms`` acts on the deadlines up to it first, as :meth:`handle` does.
+        """
+        in_flight = self._in_flight
+        if not in_flight or in_flight[0][0] != batch_id:
+            expected = in_flight[0][0] if in_flight else None
+            raise ValueError(
+                f"batch {batch_id} reported out of order: the oldest unreported batch is {expected}"
+            )
+        _, then = in_flight.popleft()
+        rb = self._rb
+        if now_ms != rb.now:
+            _check_time(rb, now_ms)
+            rb.expire(now_ms)
+        for callback in then:
+            callback(ok)
+        return self._take()
+
+    @property
+    def unpersisted_batches(self) -> int:
+        """Batches handed out whose :meth:`persisted` report has not come yet."""
+        return len(self._in_flight)
 
     def next_deadline(self) -> int | None:
         """When :meth:`tick` should next be called (``None``: nothing is pending)."""
         return self._rb.expiry.next_deadline()
-
-    def add_rebalance_listener(self, listener: RebalanceListener) -> None:
-        """Call ``listener(RebalanceCompleted)`` whenever a join phase ends with a new
-        generation (from inside :meth:`handle` / :meth:`tick`)."""
-        self._rb.rebalance_listeners.append(listener)
-
-    def add_member_listener(self, listener: MemberListener) -> None:
-        """Call ``listener(MemberRemoved)`` whenever a member is removed from a group (session
-        expiry, LeaveGroup, not rejoining or not syncing in time), from inside
-        :meth:`handle` / :meth:`tick`."""
-        self._rb.member_listeners.append(listener)
 
     def group_state(self, group_id: str) -> GroupState | None:
         """The group's state (``None`` if the coordinator does not know it); cheaper than
@@ -249,10 +271,6 @@ class GroupCoordinator:
         group = self._rb.groups.get(group_id)
         return {} if group is None else dict(group.offsets)
 
-    def close(self) -> None:
-        """Close the store."""
-        self._rb.store.close()
-
     def __repr__(self) -> str:
         rb = self._rb
         return (
@@ -267,16 +285,26 @@ class GroupCoordinator:
         _check_time(rb, now_ms)
         rb.expire(now_ms)
 
-    def _take(self) -> list[AnyResponse]:
+    def _take(self) -> Output:
         rb = self._rb
         out = rb.out
         rb.out = []
-        return out
+        writes = None
+        if rb.records:
+            batch_id = next(self._batch_ids)
+            writes = WriteBatch(batch_id, tuple(rb.records))
+            self._in_flight.append((batch_id, rb.on_persisted))
+            rb.records = []
+            rb.on_persisted = []
+        if rb.events:
+            events = tuple(rb.events)
+            rb.events = []
+            return Output(out, writes, events)
+        return Output(out, writes, ())
 
-    def _load(self) -> None:
-        """Start from what the store holds (Kafka's group load on election)."""
+    def _load(self, stored: StoredState) -> None:
+        """Start from what a store holds (Kafka's group load on election)."""
         rb = self._rb
-        stored = rb.store.load()
         for group_id, record in stored.groups.items():
             group = Group.from_record(record, rb.now)
             rb.groups[group_id] = group

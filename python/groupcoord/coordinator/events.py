@@ -1,10 +1,10 @@
 """What the coordinator tells observers: completed rebalances and removed members (for
 logs and metrics).
 
-Observers are plain callables registered with
-:meth:`~groupcoord.coordinator.GroupCoordinator.add_rebalance_listener` and
-:meth:`~groupcoord.coordinator.GroupCoordinator.add_member_listener`; they run inside the
-coordinator call that caused the event, so they must not call back into it.
+The coordinator returns them in every :class:`~groupcoord.coordinator.output.Output`
+(never calls anyone from inside a call); a shell hands them to plain callables registered
+with its ``add_rebalance_listener`` / ``add_member_listener`` (see
+:mod:`groupcoord.coordinator.listeners`).
 """
 
 from __future__ import annotations

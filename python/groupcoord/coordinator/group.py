@@ -184,6 +184,16 @@ class Group:
         self.state = target
         self.state_timestamp_ms = now_ms
 
+    def restore_state(
+        self, state: GroupState, previous_state: GroupState | None, timestamp_ms: int
+    ) -> None:
+        """Undo a transition whose record never reached the disk (a delete that failed):
+        outside the transition table on purpose, as Kafka's runtime reverts a failed write
+        to the last committed state."""
+        self.state = state
+        self.previous_state = previous_state
+        self.state_timestamp_ms = timestamp_ms
+
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 

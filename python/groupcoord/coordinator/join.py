@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from groupcoord.coordinator.group import Group, Member, Waiter
 from groupcoord.coordinator.messages import UNKNOWN_MEMBER_ID, JoinGroupRequest
@@ -253,6 +254,56 @@ def _update_member_and_rebalance(
     rb.maybe_prepare_rebalance(group, f"member {member.member_id}: {reason}")
 
 
+def _on_static_member_persisted(
+    rb: Rebalancer,
+    group: Group,
+    member: Member,
+    waiter: Waiter,
+    version: int,
+    old: tuple[str, tuple[tuple[str, bytes], ...], int, int, str | None],
+    ok: bool,
+) -> None:
+    """A static member replaced in a Stable group is on disk (or failed to get there):
+    answer its JoinGroup, unless it was answered meanwhile (superseded, removed, or taken
+    into a rebalance), as Kafka's ``storeGroup`` callback does."""
+    if member.join_waiter is not waiter or group.members.get(member.member_id) is not member:
+        return
+    new_id = member.member_id
+    old_id, old_protocols, old_rebalance, old_session, current_leader = old
+    if not ok:
+        # Not durable: put the old member id back and let the client retry.
+        instance_id = member.group_instance_id
+        assert instance_id is not None
+        log.warning("group %s: failed to store static member %s", group.group_id, new_id)
+        group.update_member(member, old_protocols, old_rebalance, old_session, None)
+        group.replace_static_member(instance_id, new_id, old_id)
+        rb.expiry.clear(group.group_id, new_id)
+        rb.schedule_heartbeat(group, member)
+        rb.join_success(
+            group,
+            waiter,
+            UNKNOWN_MEMBER_ID,
+            leader=current_leader or "",
+            error=CoordinatorNotAvailableError,
+        )
+        return
+    group.set_join_waiter(member, None)
+    if version >= 9:
+        # KIP-814: the leader learns it leads, but must not reassign a Stable group.
+        is_leader = group.is_leader(new_id)
+        rb.join_success(
+            group,
+            waiter,
+            new_id,
+            members=group.current_member_metadata() if is_leader else (),
+            skip_assignment=is_leader,
+        )
+    else:
+        # Older clients: report the old leader id, so a replaced leader does not
+        # compute an assignment that a Stable group would not send out.
+        rb.join_success(group, waiter, new_id, leader=current_leader or "")
+
+
 def _replace_static_member(
     rb: Rebalancer,
     group: Group,
@@ -305,35 +356,18 @@ def _replace_static_member(
             group.group_id,
             instance_id,
         )
-        if not rb.persist_group(group):
-            # Not durable: put the old member id back and let the client retry.
-            group.update_member(member, old_protocols, old_rebalance, old_session, None)
-            group.replace_static_member(instance_id, new_id, old_id)
-            rb.expiry.clear(group.group_id, new_id)
-            rb.schedule_heartbeat(group, member)
-            rb.join_success(
+        rb.persist_group(
+            group,
+            partial(
+                _on_static_member_persisted,
+                rb,
                 group,
+                member,
                 waiter,
-                UNKNOWN_MEMBER_ID,
-                leader=current_leader or "",
-                error=CoordinatorNotAvailableError,
-            )
-            return
-        group.set_join_waiter(member, None)
-        if req.version >= 9:
-            # KIP-814: the leader learns it leads, but must not reassign a Stable group.
-            is_leader = group.is_leader(new_id)
-            rb.join_success(
-                group,
-                waiter,
-                new_id,
-                members=group.current_member_metadata() if is_leader else (),
-                skip_assignment=is_leader,
-            )
-        else:
-            # Older clients: report the old leader id, so a replaced leader does not
-            # compute an assignment that a Stable group would not send out.
-            rb.join_success(group, waiter, new_id, leader=current_leader or "")
+                req.version,
+                (old_id, old_protocols, old_rebalance, old_session, current_leader),
+            ),
+        )
     elif state is _COMPLETING:
         # The leader may already have the old id in its assignment: rebalance again.
         rb.prepare_rebalance(

@@ -4,6 +4,7 @@ that already joined, as Kafka's classic coordinator handles them."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from groupcoord.coordinator.events import RemovalCause
 from groupcoord.coordinator.group import Group, Waiter
@@ -105,7 +106,7 @@ def handle_sync_group(rb: Rebalancer, req: SyncGroupRequest) -> None:
 
 
 def _complete_sync(rb: Rebalancer, group: Group, req: SyncGroupRequest) -> None:
-    """The leader's assignment: store it, then send every member its part."""
+    """The leader's assignment: persist it; once persisted, send every member its part."""
     assignments = dict(req.assignments)
     missing = [m for m in group.members if m not in assignments]
     if missing:
@@ -123,7 +124,23 @@ def _complete_sync(rb: Rebalancer, group: Group, req: SyncGroupRequest) -> None:
         req.member_id,
         group.generation_id,
     )
-    if not rb.persist_group(group, as_state=_STABLE):
+    rb.persist_group(
+        group, partial(_on_assignment_persisted, rb, group, group.generation_id), _STABLE
+    )
+
+
+def _on_assignment_persisted(rb: Rebalancer, group: Group, generation: int, ok: bool) -> None:
+    """The leader's assignment is on disk (or failed to get there): answer the parked
+    SyncGroups, unless the generation has moved on meanwhile (a rebalance answered them
+    already), as Kafka's ``storeGroup`` callback does."""
+    if (
+        group.state is not _COMPLETING
+        or group.generation_id != generation
+        or rb.groups.get(group.group_id) is not group
+    ):
+        return
+    if not ok:
+        log.warning("group %s: failed to store the group assignment", group.group_id)
         rb.reset_and_propagate_assignment_error(group, CoordinatorNotAvailableError)
         rb.maybe_prepare_rebalance(group, "failed to store the group assignment")
         return

@@ -1,24 +1,26 @@
-"""What the coordinator persists, the store interface, and the in-memory store.
+"""What the coordinator persists (its records), the store interface, and the in-memory store.
 
 The coordinator keeps every group and its committed offsets in memory (as Kafka's
-coordinator does) and writes through to an :class:`OffsetStore`:
+coordinator does) and hands its shell the records to persist (Kafka's offsets-topic
+records), never writing them itself:
 
-- ``commit_offsets`` for every accepted OffsetCommit; the coordinator releases the
-  OffsetCommit response only after it returned, so a store that is durable on return makes
-  every acknowledged commit durable;
-- ``store_group`` whenever Kafka writes group metadata: a join phase that leaves the group
-  Empty, a leader's assignment (the group becomes Stable), a static member replaced in a
-  Stable group;
-- ``delete_group`` for DeleteGroups (metadata and offsets).
+- an :class:`OffsetsRecord` for every accepted OffsetCommit;
+- a :class:`GroupRecord` whenever Kafka writes group metadata: a join phase that leaves the
+  group Empty, a leader's assignment (the group becomes Stable), a static member replaced
+  in a Stable group;
+- a :class:`GroupTombstone` for DeleteGroups (metadata and offsets).
 
-``load`` returns what a restarted coordinator starts from. A store signals a write that did
-not become durable by raising :class:`StoreError`; the coordinator then answers with
-COORDINATOR_NOT_AVAILABLE (as Kafka does for a failed append) and keeps its old state.
+The shell writes them with :meth:`OffsetStore.write` (one atomic, durable transaction for
+any number of records) and tells the coordinator whether they were persisted; a response
+that depends on records is released only then. ``load`` returns what a restarted
+coordinator starts from. A store signals a write that did not become durable by raising
+:class:`StoreError`; the coordinator then answers with COORDINATOR_NOT_AVAILABLE (as Kafka
+does for a failed append) and keeps its old state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -27,11 +29,14 @@ from groupcoord.types import TopicPartition
 
 __all__ = [
     "GroupRecord",
+    "GroupTombstone",
     "MemberRecord",
     "MemoryOffsetStore",
     "OffsetAndMetadata",
     "OffsetStore",
+    "OffsetsRecord",
     "StoreError",
+    "StoreRecord",
     "StoredState",
 ]
 
@@ -79,6 +84,25 @@ class GroupRecord:
     state_timestamp_ms: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetsRecord:
+    """Offsets committed for a group (replacing earlier ones of the same partitions)."""
+
+    group_id: str
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTombstone:
+    """A deleted group: its metadata and all its offsets go."""
+
+    group_id: str
+
+
+#: What a store writes; a batch is applied in order (a later record wins).
+StoreRecord = OffsetsRecord | GroupRecord | GroupTombstone
+
+
 @dataclass(slots=True)
 class StoredState:
     """Everything a store holds: group metadata and committed offsets, by group id."""
@@ -89,25 +113,15 @@ class StoredState:
 
 @runtime_checkable
 class OffsetStore(Protocol):
-    """Where committed offsets and group metadata go. Every write is atomic, and durable
-    when it returns (or it raises :class:`StoreError`)."""
+    """Where committed offsets and group metadata go."""
 
     def load(self) -> StoredState:
         """Everything stored, for a coordinator starting up."""
         ...
 
-    def commit_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-    ) -> None:
-        """Store ``offsets`` of ``group_id`` (replacing earlier ones of the same partitions)."""
-        ...
-
-    def store_group(self, record: GroupRecord) -> None:
-        """Store a group's metadata (replacing the previous record)."""
-        ...
-
-    def delete_group(self, group_id: str) -> None:
-        """Remove a group's metadata and all its offsets."""
+    def write(self, records: Sequence[StoreRecord]) -> None:
+        """Apply ``records`` in order, all or none: atomic, and durable when it returns
+        (or it raises :class:`StoreError` and nothing was applied)."""
         ...
 
     def close(self) -> None:
@@ -123,19 +137,17 @@ class MemoryOffsetStore:
     the store.
     """
 
-    __slots__ = ("_groups", "_offsets", "commits", "fail_writes")
+    __slots__ = ("_groups", "_offsets", "commits", "fail_writes", "writes")
 
     def __init__(self) -> None:
         self._groups: dict[str, GroupRecord] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        #: Number of successful ``commit_offsets`` calls (for tests and the simulator).
+        #: Number of offset commits written (for tests and the simulator).
         self.commits = 0
+        #: Number of successful ``write`` calls (transactions).
+        self.writes = 0
         #: When true, every write raises :class:`StoreError` (fault injection).
         self.fail_writes = False
-
-    def _check(self) -> None:
-        if self.fail_writes:
-            raise StoreError("writes are failing (fault injection)")
 
     def load(self) -> StoredState:
         return StoredState(
@@ -143,21 +155,21 @@ class MemoryOffsetStore:
             offsets={g: dict(o) for g, o in self._offsets.items()},
         )
 
-    def commit_offsets(
-        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-    ) -> None:
-        self._check()
-        self._offsets.setdefault(group_id, {}).update(offsets)
-        self.commits += 1
-
-    def store_group(self, record: GroupRecord) -> None:
-        self._check()
-        self._groups[record.group_id] = record  # immutable
-
-    def delete_group(self, group_id: str) -> None:
-        self._check()
-        self._groups.pop(group_id, None)
-        self._offsets.pop(group_id, None)
+    def write(self, records: Sequence[StoreRecord]) -> None:
+        if self.fail_writes:
+            raise StoreError("writes are failing (fault injection)")
+        for record in records:
+            if isinstance(record, OffsetsRecord):
+                self._offsets.setdefault(record.group_id, {}).update(record.offsets)
+                self.commits += 1
+            elif isinstance(record, GroupRecord):
+                self._groups[record.group_id] = record  # immutable
+            elif isinstance(record, GroupTombstone):
+                self._groups.pop(record.group_id, None)
+                self._offsets.pop(record.group_id, None)
+            else:
+                raise TypeError(f"not a store record: {type(record).__name__}")
+        self.writes += 1
 
     def close(self) -> None:
         pass

@@ -32,13 +32,7 @@ from typing import Final
 
 from groupcoord._core import JOIN, SESSION, SYNC, MemberExpiry
 from groupcoord.config import CoordinatorConfig
-from groupcoord.coordinator.events import (
-    MemberListener,
-    MemberRemoved,
-    RebalanceCompleted,
-    RebalanceListener,
-    RemovalCause,
-)
+from groupcoord.coordinator.events import MemberRemoved, RebalanceCompleted, RemovalCause
 from groupcoord.coordinator.group import Group, Member, Waiter
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
@@ -48,7 +42,8 @@ from groupcoord.coordinator.messages import (
     JoinGroupResponseMember,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.offsets import OffsetStore, StoreError
+from groupcoord.coordinator.offsets import StoreRecord
+from groupcoord.coordinator.output import CoordinatorEvent
 from groupcoord.coordinator.states import GroupState, can_rebalance
 from groupcoord.errors import (
     FencedInstanceIdError,
@@ -56,7 +51,7 @@ from groupcoord.errors import (
     UnknownMemberIdError,
 )
 
-__all__ = ["GROUP_TIMER", "MemberIdFactory", "Rebalancer"]
+__all__ = ["GROUP_TIMER", "MemberIdFactory", "OnPersisted", "Rebalancer"]
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -66,6 +61,10 @@ GROUP_TIMER: Final = UNKNOWN_MEMBER_ID
 #: ``(client_id, group_instance_id) -> new member id``.
 MemberIdFactory = Callable[[str, "str | None"], str]
 
+#: What to do once records are persisted (``True``) or failed to be (``False``): release
+#: the response that waited for them, or answer it with the error.
+OnPersisted = Callable[[bool], None]
+
 _PREPARING = GroupState.PREPARING_REBALANCE
 _COMPLETING = GroupState.COMPLETING_REBALANCE
 _STABLE = GroupState.STABLE
@@ -73,41 +72,44 @@ _EMPTY = GroupState.EMPTY
 
 
 class Rebalancer:
-    """Groups, deadlines and released responses of one coordinator (no I/O, no clock)."""
+    """Groups, deadlines, released responses, records to persist and events of one
+    coordinator (no I/O, no clock)."""
 
     __slots__ = (
         "_new_member_id",
         "config",
+        "events",
         "expiry",
         "groups",
-        "member_listeners",
         "now",
+        "on_persisted",
         "out",
-        "rebalance_listeners",
         "rebalances_started",
-        "store",
+        "records",
     )
 
     def __init__(
         self,
         config: CoordinatorConfig,
-        store: OffsetStore,
         new_member_id: MemberIdFactory,
         now_ms: int,
     ) -> None:
         self.config = config
-        self.store = store
         self._new_member_id = new_member_id
         self.now = now_ms
         self.expiry = MemberExpiry(now_ms)
         self.groups: dict[str, Group] = {}
         #: Responses released since the coordinator last handed them out.
         self.out: list[AnyResponse] = []
-        #: group id -> (start time, reason) of the rebalance under way, for the event
-        #: sent to ``rebalance_listeners`` when its join phase completes.
+        #: Records to persist since the coordinator last handed them out, and what to do
+        #: once they are (in order; one entry may cover several records).
+        self.records: list[StoreRecord] = []
+        self.on_persisted: list[OnPersisted] = []
+        #: Events since the coordinator last handed them out.
+        self.events: list[CoordinatorEvent] = []
+        #: group id -> (start time, reason) of the rebalance under way, for the
+        #: RebalanceCompleted event when its join phase completes.
         self.rebalances_started: dict[str, tuple[int, str]] = {}
-        self.rebalance_listeners: list[RebalanceListener] = []
-        self.member_listeners: list[MemberListener] = []
 
     # ------------------------------------------------------------------ helpers
 
@@ -155,15 +157,24 @@ class Rebalancer:
             member.session_timeout_ms if timeout_ms < 0 else timeout_ms,
         )
 
-    def persist_group(self, group: Group, as_state: GroupState | None = None) -> bool:
-        """Store the group's metadata; False (logged) if the store failed."""
-        record = group.to_record(as_state)
-        try:
-            self.store.store_group(record)
-        except StoreError as e:
-            log.warning("group %s: failed to store group metadata: %s", group.group_id, e)
-            return False
-        return True
+    def persist(self, records: tuple[StoreRecord, ...], then: OnPersisted) -> None:
+        """Hand ``records`` to the shell; ``then(ok)`` runs once it reports them."""
+        self.records.extend(records)
+        self.on_persisted.append(then)
+
+    def persist_group(
+        self, group: Group, then: OnPersisted | None = None, as_state: GroupState | None = None
+    ) -> None:
+        """Persist the group's metadata as it is now; ``then(ok)`` (default: log a failure)
+        runs once the shell reports it."""
+        if then is None:
+            gid = group.group_id
+
+            def then(ok: bool) -> None:
+                if not ok:
+                    log.warning("group %s: failed to store group metadata", gid)
+
+        self.persist((group.to_record(as_state),), then)
 
     # ------------------------------------------------------------------ responses
 
@@ -253,7 +264,7 @@ class Rebalancer:
     ) -> None:
         """A member leaves or expires (Kafka's ``removeMemberAndUpdateGroup``)."""
         log.info("group %s: removing member %s (%s)", group.group_id, member.member_id, reason)
-        self.notify_removed(group, member, cause, reason)
+        self.member_removed(group, member, cause, reason)
         self.drop_member(group, member)
         if group.state in (_STABLE, _COMPLETING):
             self.maybe_prepare_rebalance(group, reason)
@@ -325,7 +336,7 @@ class Rebalancer:
         group.initial_delay = None
         dropped = [m for m in group.not_yet_rejoined() if not m.is_static]
         for member in dropped:
-            self.notify_removed(
+            self.member_removed(
                 group,
                 member,
                 RemovalCause.NOT_REJOINED,
@@ -345,7 +356,7 @@ class Rebalancer:
             self.expiry.expect_join(gid, GROUP_TIMER, self.now + group.rebalance_timeout_ms())
             return
         group.init_next_generation(self.now)
-        self._notify_completed(group)
+        self._rebalance_completed(group)
         if group.state is _EMPTY:
             log.info("group %s: generation %d is empty", gid, group.generation_id)
             self.persist_group(group)
@@ -375,10 +386,8 @@ class Rebalancer:
             group.pending_sync[member.member_id] = None
         self.expiry.expect_sync(gid, GROUP_TIMER, self.now + group.rebalance_timeout_ms())
 
-    def _notify_completed(self, group: Group) -> None:
+    def _rebalance_completed(self, group: Group) -> None:
         started, reason = self.rebalances_started.pop(group.group_id, (self.now, "unknown"))
-        if not self.rebalance_listeners:
-            return
         event = RebalanceCompleted(
             group_id=group.group_id,
             generation_id=group.generation_id,
@@ -390,14 +399,11 @@ class Rebalancer:
             started_ms=started,
             completed_ms=self.now,
         )
-        for listener in self.rebalance_listeners:
-            listener(event)
+        self.events.append(event)
 
-    def notify_removed(
+    def member_removed(
         self, group: Group, member: Member, cause: RemovalCause, reason: str
     ) -> None:
-        if not self.member_listeners:
-            return
         event = MemberRemoved(
             group_id=group.group_id,
             member_id=member.member_id,
@@ -406,8 +412,7 @@ class Rebalancer:
             reason=reason,
             at_ms=self.now,
         )
-        for listener in self.member_listeners:
-            listener(event)
+        self.events.append(event)
 
     def reset_and_propagate_assignment_error(self, group: Group, error: ErrorClass) -> None:
         for member in group.members.values():
@@ -501,7 +506,7 @@ class Rebalancer:
             if member is None:
                 group.remove(member_id)
             else:
-                self.notify_removed(
+                self.member_removed(
                     group, member, RemovalCause.NOT_SYNCED, "did not send SyncGroup in time"
                 )
                 self.drop_member(group, member)

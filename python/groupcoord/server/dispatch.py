@@ -28,6 +28,7 @@ from typing import Any
 from groupcoord.coordinator import (
     AnyResponse,
     HeartbeatResponse,
+    OffsetCommitResponse,
 )
 from groupcoord.errors import (
     InconsistentGroupProtocolError,
@@ -46,6 +47,12 @@ from groupcoord.protocol.heartbeat_codec import (
     decode_heartbeat_request,
     encode_heartbeat_response,
     heartbeat_prefixes,
+)
+from groupcoord.protocol.offset_commit_codec import (
+    OFFSET_COMMIT_API_KEY,
+    decode_offset_commit_request,
+    encode_offset_commit_response,
+    offset_commit_prefixes,
 )
 from groupcoord.protocol.wire import (
     API_VERSIONS_KEY,
@@ -102,6 +109,8 @@ class Dispatcher:
         self.versions = served_versions(data_api_versions)
         # first four bytes (api key, version) of the Heartbeats we serve -> version
         self._heartbeats = heartbeat_prefixes(*self.versions.get(HEARTBEAT_API_KEY, (0, -1)))
+        # likewise the OffsetCommits the hand codec may read
+        self._commits = offset_commit_prefixes(*self.versions.get(OFFSET_COMMIT_API_KEY, (0, -1)))
 
     def serves(self, api_key: int, version: int) -> bool:
         lo, hi = self.versions.get(api_key, (0, -1))
@@ -109,8 +118,13 @@ class Dispatcher:
 
     def dispatch(self, frame: bytes, client_host: str) -> Reply:
         """The reply to one request frame body (see the module docstring)."""
-        if frame[:4] in self._heartbeats:
+        prefix = frame[:4]
+        if prefix in self._heartbeats:
             return self._heartbeat(frame)
+        if prefix in self._commits:
+            reply = self._offset_commit(frame)
+            if reply is not None:
+                return reply
         try:
             header, offset = decode_request_header(frame)
         except UnsupportedApiError as e:
@@ -211,6 +225,19 @@ class Dispatcher:
             lambda r: encode_heartbeat_response(correlation_id, version, _error_code(r)),
         )
 
+    def _offset_commit(self, frame: bytes) -> Reply | None:
+        """The durable-commit hot path: a common OffsetCommit read and answered without
+        kio or the generic mapping (:mod:`~groupcoord.protocol.offset_commit_codec`,
+        byte-identical to it); ``None`` for any other OffsetCommit (the generic path)."""
+        decoded = decode_offset_commit_request(frame, self.groups.new_correlation())
+        if decoded is None:
+            return None
+        correlation_id, request = decoded
+        answered = self.groups.submit(request)
+        if not isinstance(answered, asyncio.Future):
+            return _encode_commit(correlation_id, answered)
+        return _encoded_later(answered, lambda r: _encode_commit(correlation_id, r))
+
     @staticmethod
     def _encode_group(header: RequestHeader, request: Any, response: AnyResponse) -> bytes:
         try:
@@ -238,6 +265,11 @@ def _encoded_later(
 
     answered.add_done_callback(encoded)
     return reply
+
+
+def _encode_commit(correlation_id: int, response: AnyResponse) -> bytes:
+    assert isinstance(response, OffsetCommitResponse)
+    return encode_offset_commit_response(correlation_id, response)
 
 
 def _error_code(response: AnyResponse) -> int:

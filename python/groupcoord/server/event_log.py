@@ -1,11 +1,12 @@
 """``groupcoord serve --event-log PATH``: one JSON line per group event, for
 ``groupcoord analyze`` (and anything else that reads JSON lines).
 
-The coordinator reports completed rebalances and removed members to listeners
-(:mod:`groupcoord.coordinator.events`); :class:`EventLog` appends each as one line and
-flushes it, so a crash of the server loses at most the line being written. Rebalances are
-rare next to heartbeats, so writing on the event loop costs nothing measurable. The file is
-opened for appending: a restarted server continues the same log.
+The coordinator returns completed rebalances and removed members as events
+(:mod:`groupcoord.coordinator.events`) and the gateway hands them to its listeners;
+:class:`EventLog` appends each as one line and flushes it, so a crash of the server loses
+at most the line being written. Rebalances are rare next to heartbeats, so writing on the
+event loop costs nothing measurable. The file is opened for appending: a restarted server
+continues the same log.
 
 Every line has ``event``, ``time`` (ISO 8601, UTC, milliseconds), ``time_ms`` (epoch ms)
 and ``group``. The kinds:
@@ -29,9 +30,14 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
-from typing import IO
+from typing import IO, Protocol
 
-from groupcoord.coordinator import GroupCoordinator, MemberRemoved, RebalanceCompleted
+from groupcoord.coordinator import (
+    MemberListener,
+    MemberRemoved,
+    RebalanceCompleted,
+    RebalanceListener,
+)
 
 __all__ = ["EventLog", "iso_ms"]
 
@@ -44,18 +50,26 @@ def iso_ms(ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
+class EventSource(Protocol):
+    """What takes listeners: the server's gateway, a SyncShell."""
+
+    def add_rebalance_listener(self, listener: RebalanceListener) -> None: ...
+
+    def add_member_listener(self, listener: MemberListener) -> None: ...
+
+
 class EventLog:
-    """Appends the coordinator's events to ``path`` as JSON lines; :meth:`attach` it to a
-    coordinator, :meth:`close` it at shutdown."""
+    """Appends the coordinator's events to ``path`` as JSON lines; :meth:`attach` it to
+    the shell that receives them, :meth:`close` it at shutdown."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._file: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
         self.lines = 0
 
-    def attach(self, coordinator: GroupCoordinator) -> None:
-        coordinator.add_rebalance_listener(self.on_rebalance)
-        coordinator.add_member_listener(self.on_member_removed)
+    def attach(self, source: EventSource) -> None:
+        source.add_rebalance_listener(self.on_rebalance)
+        source.add_member_listener(self.on_member_removed)
 
     def on_rebalance(self, event: RebalanceCompleted) -> None:
         self._write(

@@ -6,6 +6,13 @@ a call may release responses of other requests: every request carries a fresh in
 ``correlation`` and the gateway resolves whichever futures come out. One loop timer is
 kept at the coordinator's ``next_deadline()`` and calls ``tick`` when it fires.
 
+The records the coordinator hands out go to a
+:class:`~groupcoord.server.persistence.StoreWriter` (off the loop, group commit, for a
+SQLite store; at once for the memory store); when it reports a batch persisted, the
+gateway tells the coordinator and resolves the futures of the responses that waited. The
+coordinator's events go to the gateway's listeners (:meth:`GroupGateway.add_rebalance_listener`,
+:meth:`GroupGateway.add_member_listener`) after each coordinator call.
+
 Two things Kafka's broker does around the coordinator live here too: OffsetCommit
 partitions of topics or partitions that do not exist are answered
 UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, and every completed rebalance
@@ -25,13 +32,20 @@ from groupcoord.coordinator import (
     AnyResponse,
     GroupCoordinator,
     HeartbeatRequest,
+    Listeners,
+    MemberListener,
+    MemoryOffsetStore,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    OffsetStore,
+    Output,
     RebalanceCompleted,
+    RebalanceListener,
 )
 from groupcoord.errors import UnknownTopicOrPartitionError
+from groupcoord.server.persistence import StoreWriter
 
 __all__ = ["GroupGateway", "log_rebalance"]
 
@@ -78,15 +92,26 @@ def _member_list(members: tuple[str, ...]) -> str:
 
 class GroupGateway:
     """Feeds one coordinator from the event loop. ``now_ms`` is the server clock (must
-    not go backwards); ``partitions_per_topic`` is the log's current topic table."""
+    not go backwards); ``partitions_per_topic`` is the log's current topic table;
+    ``store`` is where the coordinator's records go (default: a new memory store), written
+    off the loop with ``threaded`` (a durable store), else at once."""
 
     def __init__(
         self,
         coordinator: GroupCoordinator,
         now_ms: Callable[[], int],
         partitions_per_topic: Callable[[], Mapping[str, int]],
+        store: OffsetStore | None = None,
+        *,
+        threaded: bool = False,
     ) -> None:
         self.coordinator = coordinator
+        self.writer = StoreWriter(
+            MemoryOffsetStore() if store is None else store,
+            self._on_persisted,
+            threaded=threaded,
+        )
+        self._listeners = Listeners()
         self._now_ms = now_ms
         self._partitions = partitions_per_topic
         self._pending: dict[int, asyncio.Future[AnyResponse]] = {}
@@ -95,7 +120,15 @@ class GroupGateway:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._closed = False
-        coordinator.add_rebalance_listener(log_rebalance)
+        self._listeners.add_rebalance_listener(log_rebalance)
+
+    def add_rebalance_listener(self, listener: RebalanceListener) -> None:
+        """Call ``listener(RebalanceCompleted)`` for every completed rebalance."""
+        self._listeners.add_rebalance_listener(listener)
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        """Call ``listener(MemberRemoved)`` for every member removed from a group."""
+        self._listeners.add_member_listener(listener)
 
     @property
     def pending(self) -> int:
@@ -141,7 +174,7 @@ class GroupGateway:
         )
 
     def _handle(self, token: int, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
-        immediate = self._release(self.coordinator.handle(request, self._now_ms()), token)
+        immediate = self._apply(self.coordinator.handle(request, self._now_ms()), token)
         if immediate is not None:
             return immediate
         future: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
@@ -149,6 +182,12 @@ class GroupGateway:
         return future
 
     def _commit(self, request: OffsetCommitRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+        if self._issued(request.correlation) and _all_known_once(request, self._partitions()):
+            # the common case (the dispatcher's own token, every partition exists, none
+            # twice): the coordinator's answer is already in the request's order
+            token = request.correlation
+            assert isinstance(token, int)
+            return self._handle(token, request)
         known = self._partitions()
         topics = []
         for t in request.topics:
@@ -186,9 +225,35 @@ class GroupGateway:
         answered.add_done_callback(merge)
         return merged
 
-    def _release(self, responses: list[AnyResponse], current: int = 0) -> AnyResponse | None:
-        """Resolve the futures of released responses; return the one for ``current`` (the
-        request being handled, which has no future yet)."""
+    def _apply(self, out: Output, current: int = 0) -> AnyResponse | None:
+        """Act on a coordinator call's output: tell the listeners, hand the records to the
+        writer (an unthreaded writer persists them at once, and what that releases is
+        applied too), resolve the futures of released responses. Returns the response for
+        ``current`` (the request being handled, which has no future yet) if released."""
+        immediate = None
+        while True:
+            responses, writes, events = out
+            if events:
+                self._listeners.notify(events)
+            released = self._release(responses, current)
+            if released is not None:
+                immediate = released
+            if writes is None:
+                break
+            ok = self.writer.submit(writes)
+            if ok is None:
+                break
+            out = self.coordinator.persisted(writes.batch_id, ok, self._now_ms())
+        self._arm_timer()
+        return immediate
+
+    def _on_persisted(self, batch_id: int, ok: bool) -> None:
+        if self._closed:
+            return
+        self._apply(self.coordinator.persisted(batch_id, ok, self._now_ms()))
+
+    def _release(self, responses: list[AnyResponse], current: int) -> AnyResponse | None:
+        """Resolve the futures of released responses; return the one for ``current``."""
         immediate = None
         for response in responses:
             token = response.correlation
@@ -201,7 +266,6 @@ class GroupGateway:
                 continue
             if not future.done():
                 future.set_result(response)
-        self._arm_timer()
         return immediate
 
     def _arm_timer(self) -> None:
@@ -222,10 +286,16 @@ class GroupGateway:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline = None
-        self._release(self.coordinator.tick(self._now_ms()))
+        self._apply(self.coordinator.tick(self._now_ms()))
+
+    async def flush(self) -> None:
+        """Return once every record batch handed out so far is persisted and reported (the
+        responses that waited for them are resolved)."""
+        await self.writer.flush()
 
     def close(self) -> None:
-        """Stop the timer, cancel waiting requests and close the coordinator's store."""
+        """Stop the timer, cancel waiting requests, wait for the write under way and close
+        the store."""
         self._closed = True
         if self._timer is not None:
             self._timer.cancel()
@@ -233,7 +303,21 @@ class GroupGateway:
         for future in self._pending.values():
             future.cancel()
         self._pending.clear()
-        self.coordinator.close()
+        self.writer.close()
+
+
+def _all_known_once(request: OffsetCommitRequest, known: Mapping[str, int]) -> bool:
+    """Every partition of ``request`` exists, and no topic or partition appears twice."""
+    names = set()
+    for t in request.topics:
+        count = known.get(t.name)
+        if count is None or t.name in names:
+            return False
+        names.add(t.name)
+        indexes = {p.partition_index for p in t.partitions}
+        if len(indexes) != len(t.partitions) or not all(0 <= i < count for i in indexes):
+            return False
+    return True
 
 
 def _with_unknown_partitions(

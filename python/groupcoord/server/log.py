@@ -2,7 +2,7 @@
 
 No clock, no threads, no sockets: the caller passes everything in. The log keeps every
 batch in memory (``groupcoord serve`` is a test broker; the log is never truncated) and
-writes through to a :class:`~groupcoord.server.log_store.LogStore` before it changes its own
+writes through to a :class:`~groupcoord.storage.log_store.LogStore` before it changes its own
 state, so nothing is acknowledged that the store has not made durable.
 
 Kafka semantics followed (single broker, one replica, CreateTime topics, no retention):
@@ -46,18 +46,18 @@ from groupcoord.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from groupcoord.server.log_store import (
-    BatchMetadata,
-    LogStore,
-    ProducerEntry,
-    StoredBatch,
-    TopicRecord,
-)
 from groupcoord.server.records import (
     parse_header,
     record_timestamps,
     rewrite_for_append,
     validate_produced_batch,
+)
+from groupcoord.storage.log_store import (
+    BatchMetadata,
+    LogStore,
+    ProducerEntry,
+    StoredBatch,
+    TopicRecord,
 )
 
 __all__ = [

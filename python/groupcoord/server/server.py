@@ -6,9 +6,11 @@ and its data APIs, one :class:`~groupcoord.coordinator.GroupCoordinator` behind 
 connection is a :class:`~groupcoord.server.connection.Connection`.
 
 Shutdown (:meth:`Server.close`, or SIGTERM/SIGINT under :func:`run`): stop accepting,
-stop reading, send every reply already complete, give up on parked ones (JoinGroups,
-long polls), then close the coordinator and the log, so both databases are closed
-cleanly. Commits are durable before their response exists, so none is lost.
+wait for the coordinator records already handed to the writer (so the commits received
+so far are answered), stop reading, send every reply already complete, give up on parked
+ones (JoinGroups, long polls), then close the coordinator's store and the log, so both
+databases are closed cleanly. A commit is answered only once it is durable, so no
+acknowledged commit is lost, whenever the process dies.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
 from groupcoord.server.log import TopicLog, validate_topic_name
-from groupcoord.server.log_store import LogStore, MemoryLogStore, SqliteLogStore
+from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
 
 __all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]
 
@@ -163,7 +165,9 @@ class Server:
         try:
             for name, partitions in config.topics:
                 _ensure_topic(topic_log, name, partitions)
-            coordinator = GroupCoordinator(config.coordinator, offsets, now_ms=self.clock())
+            coordinator = GroupCoordinator(
+                config.coordinator, now_ms=self.clock(), stored=offsets.load()
+            )
             if config.event_log is not None:
                 try:
                     self.event_log = EventLog(config.event_log)
@@ -171,7 +175,6 @@ class Server:
                     raise StartupError(
                         f"cannot open the event log {config.event_log}: {exc.strerror or exc}"
                     ) from exc
-                self.event_log.attach(coordinator)
         except BaseException:
             offsets.close()
             topic_log.close()
@@ -199,7 +202,16 @@ class Server:
         )
         self._fetches = FetchWaiter(self.data_apis.fetch_satisfied)
         topic_log.add_append_listener(self._fetches.on_append)
-        self.gateway = GroupGateway(coordinator, self.clock, self.data_apis.partitions_per_topic)
+        # a SQLite store is written off the loop (group commit); memory at once
+        self.gateway = GroupGateway(
+            coordinator,
+            self.clock,
+            self.data_apis.partitions_per_topic,
+            offsets,
+            threaded=config.data_dir is not None,
+        )
+        if self.event_log is not None:
+            self.event_log.attach(self.gateway)
         self._dispatcher = Dispatcher(
             broker=broker, groups=self.gateway, data_apis=self.data_apis, fetches=self._fetches
         )
@@ -223,6 +235,10 @@ class Server:
         try:
             if self._listener is not None:
                 self._listener.close()
+            if self.gateway is not None:
+                # answer the commits already received before the connections close
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.gateway.flush(), SHUTDOWN_GRACE_S)
             for connection in list(self._connections):
                 connection.close("server shutdown")
             if self._fetches is not None:

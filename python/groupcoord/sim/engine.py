@@ -2,8 +2,9 @@
 
 One event queue orders everything; nothing reads a clock. The coordinator is
 :class:`~groupcoord.coordinator.GroupCoordinator` on a
-:class:`~groupcoord.coordinator.MemoryOffsetStore` (the store outlives a coordinator
-failover, as Kafka's offsets topic does); each member process is a
+:class:`~groupcoord.coordinator.MemoryOffsetStore` behind a
+:class:`~groupcoord.coordinator.SyncShell` (records are persisted at once; the store
+outlives a coordinator failover, as Kafka's offsets topic does); each member process is a
 :class:`~groupcoord.member.MemberMachine` plus a model of the application that owns it:
 
 - **The application loop** (what a Kafka consumer application does): ``poll()``, then
@@ -88,6 +89,7 @@ from groupcoord.coordinator import (
     GroupState,
     MemoryOffsetStore,
     SequentialMemberIds,
+    SyncShell,
 )
 from groupcoord.coordinator.messages import (
     AnyRequest,
@@ -337,12 +339,17 @@ class Engine:
     # ------------------------------------------------------------------ coordinator
 
     def _start_coordinator(self) -> None:
-        coordinator = GroupCoordinator(
-            self._coordinator_settings, self.store, self._member_ids, now_ms=self.now
+        # the simulated store acknowledges at once: a SyncShell persists before returning
+        shell = SyncShell(
+            self.store,
+            self._coordinator_settings,
+            member_id_factory=self._member_ids,
+            now_ms=self.now,
         )
-        coordinator.add_rebalance_listener(self.recorder.on_rebalance_completed)
-        coordinator.add_member_listener(self.recorder.on_member_removed)
-        self.coordinator = coordinator
+        shell.add_rebalance_listener(self.recorder.on_rebalance_completed)
+        shell.add_member_listener(self.recorder.on_member_removed)
+        self._shell = shell
+        self.coordinator = shell.coordinator
         self._coordinator_wake = None
         self._schedule_coordinator()
 
@@ -362,7 +369,7 @@ class Engine:
         if coordinator is not self.coordinator or self._coordinator_wake != at:
             return  # stale
         self._coordinator_wake = None
-        self._route(coordinator.tick(self.now))
+        self._route(self._shell.tick(self.now))
         self._schedule_coordinator()
 
     def _at_coordinator(self, process: Process, request: AnyRequest) -> None:
@@ -382,7 +389,7 @@ class Engine:
                 (process, request, CoordinatorNotAvailableError),
             )
             return
-        self._route(coordinator.handle(request, self.now))
+        self._route(self._shell.handle(request, self.now))
         if isinstance(request, SyncGroupRequest) and (
             coordinator.group_state(self.group_id) is GroupState.STABLE
         ):

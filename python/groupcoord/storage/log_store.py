@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import sqlite3
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from groupcoord.coordinator.offsets import StoreError
-from groupcoord.coordinator.sqlite_connect import connect_durable, write_transaction
+from groupcoord.storage.sqlite import SqliteDatabase, check_schema_version
 
 __all__ = [
     "LOG_SCHEMA_VERSION",
@@ -257,77 +254,25 @@ def _decode_batches(text: str) -> tuple[BatchMetadata, ...]:
         raise StoreError(f"corrupt producer state in the store: {e}") from e
 
 
-class SqliteLogStore:
+class SqliteLogStore(SqliteDatabase):
     """The log in a SQLite database file (WAL, ``synchronous=FULL``); one connection.
 
     Safe to open on the same file as :class:`~groupcoord.coordinator.SqliteOffsetStore`: the
     tables are disjoint and SQLite serialises the two connections' writes.
     """
 
-    __slots__ = ("_conn", "path")
+    __slots__ = ()
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
-        self.path = os.fspath(path)
-        conn = connect_durable(self.path, busy_timeout_s)
-        self._conn: sqlite3.Connection | None = conn
-        try:
-            self._write(_init_schema)
-        except sqlite3.Error as e:
-            self.close()
-            raise StoreError(f"cannot initialise {self.path!r}: {e}") from e
-        except StoreError:
-            self.close()
-            raise
+    KIND = "log store"
 
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError(f"log store {self.path!r} is closed")
-        return self._conn
-
-    def _write(self, fn: Callable[..., object], *args: object) -> object:
-        """Run ``fn(conn, *args)`` in one IMMEDIATE transaction; committed (fsynced) on return."""
-        return write_transaction(self._db(), self.path, fn, *args)
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        check_schema_version(conn, "log_meta", LOG_SCHEMA_VERSION, f"{self.path!r} (log tables)")
 
     def load(self) -> LoadedLog:
-        conn = self._db()
-        out = LoadedLog()
-        try:
-            for name, topic_id, partitions in conn.execute(
-                "SELECT name, topic_id, partitions FROM log_topics ORDER BY name"
-            ):
-                out.topics[name] = TopicRecord(
-                    name=name, topic_id=uuid.UUID(topic_id), partitions=partitions
-                )
-                for p in range(partitions):
-                    out.batches[(name, p)] = []
-                    out.producers[(name, p)] = {}
-            for topic, partition, base, last, max_ts, data in conn.execute(
-                "SELECT topic, partition, base_offset, last_offset, max_timestamp, data "
-                "FROM log_batches ORDER BY topic, partition, base_offset"
-            ):
-                out.batches.setdefault((topic, partition), []).append(
-                    StoredBatch(
-                        topic=topic,
-                        partition=partition,
-                        base_offset=base,
-                        last_offset=last,
-                        max_timestamp=max_ts,
-                        data=bytes(data),
-                    )
-                )
-            for topic, partition, pid, epoch, batches in conn.execute(
-                "SELECT topic, partition, producer_id, producer_epoch, batches FROM log_producers"
-            ):
-                out.producers.setdefault((topic, partition), {})[pid] = ProducerEntry(
-                    producer_id=pid, producer_epoch=epoch, batches=_decode_batches(batches)
-                )
-            row = conn.execute(
-                "SELECT value FROM log_meta WHERE key = 'next_producer_id'"
-            ).fetchone()
-            out.next_producer_id = int(row[0]) if row is not None else 0
-        except (sqlite3.Error, ValueError) as e:
-            raise StoreError(f"cannot read {self.path!r}: {e}") from e
-        return out
+        return self._read(_load)
 
     def create_topic(self, topic: TopicRecord) -> None:
         self._write(_create_topic, topic)
@@ -342,42 +287,43 @@ class SqliteLogStore:
         self._write(_append, batch, producer)
 
     def allocate_producer_id(self) -> int:
-        pid = self._write(_allocate_producer_id)
-        assert isinstance(pid, int)
-        return pid
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-
-    def __enter__(self) -> SqliteLogStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"SqliteLogStore({self.path!r}{'' if self._conn else ', closed'})"
+        return self._write(_allocate_producer_id)
 
 
-def _init_schema(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-    row = conn.execute("SELECT value FROM log_meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        conn.execute(
-            "INSERT INTO log_meta (key, value) VALUES ('schema_version', ?)",
-            (str(LOG_SCHEMA_VERSION),),
+def _load(conn: sqlite3.Connection) -> LoadedLog:
+    out = LoadedLog()
+    for name, topic_id, partitions in conn.execute(
+        "SELECT name, topic_id, partitions FROM log_topics ORDER BY name"
+    ):
+        out.topics[name] = TopicRecord(
+            name=name, topic_id=uuid.UUID(topic_id), partitions=partitions
         )
-    elif row[0] != str(LOG_SCHEMA_VERSION):
-        raise StoreError(f"log tables have schema version {row[0]}, expected {LOG_SCHEMA_VERSION}")
+        for p in range(partitions):
+            out.batches[(name, p)] = []
+            out.producers[(name, p)] = {}
+    for topic, partition, base, last, max_ts, data in conn.execute(
+        "SELECT topic, partition, base_offset, last_offset, max_timestamp, data "
+        "FROM log_batches ORDER BY topic, partition, base_offset"
+    ):
+        out.batches.setdefault((topic, partition), []).append(
+            StoredBatch(
+                topic=topic,
+                partition=partition,
+                base_offset=base,
+                last_offset=last,
+                max_timestamp=max_ts,
+                data=bytes(data),
+            )
+        )
+    for topic, partition, pid, epoch, batches in conn.execute(
+        "SELECT topic, partition, producer_id, producer_epoch, batches FROM log_producers"
+    ):
+        out.producers.setdefault((topic, partition), {})[pid] = ProducerEntry(
+            producer_id=pid, producer_epoch=epoch, batches=_decode_batches(batches)
+        )
+    row = conn.execute("SELECT value FROM log_meta WHERE key = 'next_producer_id'").fetchone()
+    out.next_producer_id = int(row[0]) if row is not None else 0
+    return out
 
 
 def _create_topic(conn: sqlite3.Connection, topic: TopicRecord) -> None:

@@ -1,10 +1,11 @@
 """A durable :class:`~groupcoord.coordinator.offsets.OffsetStore` in one SQLite file.
 
-WAL journal, ``synchronous=FULL``: every write is one transaction, and when a method
-returns its transaction is committed and the WAL fsynced, so it survives a crash of the
-process (and of the machine, as far as the disk keeps its promises). The coordinator
-releases an OffsetCommit response only after :meth:`SqliteOffsetStore.commit_offsets`
-returned, so every acknowledged commit is on disk.
+WAL journal, ``synchronous=FULL``: every :meth:`SqliteOffsetStore.write` is one
+transaction, and when it returns the transaction is committed and the WAL fsynced, so it
+survives a crash of the process (and of the machine, as far as the disk keeps its
+promises). The coordinator's shell reports a batch of records persisted only after
+``write`` returned, and the coordinator releases a response only then, so every
+acknowledged commit is on disk. One ``write`` may carry many batches (group commit).
 
 Schema (version 1)::
 
@@ -23,20 +24,22 @@ big-endian u16 name length, the UTF-8 name, a u32 metadata length and the metada
 
 from __future__ import annotations
 
-import os
+import functools
 import sqlite3
 import struct
-from collections.abc import Callable, Mapping
-from types import TracebackType
+from collections.abc import Mapping, Sequence
 
 from groupcoord.coordinator.offsets import (
     GroupRecord,
+    GroupTombstone,
     MemberRecord,
     OffsetAndMetadata,
+    OffsetsRecord,
     StoredState,
     StoreError,
+    StoreRecord,
 )
-from groupcoord.coordinator.sqlite_connect import connect_durable, write_transaction
+from groupcoord.storage.sqlite import SqliteDatabase, check_schema_version
 from groupcoord.types import TopicPartition
 
 __all__ = ["SCHEMA_VERSION", "SqliteOffsetStore"]
@@ -83,10 +86,14 @@ CREATE TABLE IF NOT EXISTS offsets (
 );
 """
 
-_UPSERT_OFFSET = """
+#: One statement upserts many offsets: the server writes on its own thread, and every
+#: statement step hands the GIL back and forth with the event loop (a wait of up to the
+#: switch interval when the loop is busy), so a transaction of a thousand commits must be
+#: a handful of steps, not a thousand.
+_UPSERT_OFFSETS = """
 INSERT INTO offsets (group_id, topic, partition, committed_offset, leader_epoch, metadata,
                      commit_timestamp_ms, expire_timestamp_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+VALUES {rows}
 ON CONFLICT (group_id, topic, partition) DO UPDATE SET
     committed_offset = excluded.committed_offset,
     leader_epoch = excluded.leader_epoch,
@@ -94,6 +101,15 @@ ON CONFLICT (group_id, topic, partition) DO UPDATE SET
     commit_timestamp_ms = excluded.commit_timestamp_ms,
     expire_timestamp_ms = excluded.expire_timestamp_ms
 """
+_OFFSET_COLUMNS = 8
+#: rows per upsert statement (SQLite applies them in order: a later row of a key wins)
+_ROWS_PER_STATEMENT = 1000
+
+
+@functools.cache
+def _upsert_offsets(rows: int) -> str:
+    return _UPSERT_OFFSETS.format(rows=", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * rows))
+
 
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
@@ -130,153 +146,129 @@ def decode_protocols(data: bytes) -> tuple[tuple[str, bytes], ...]:
     return tuple(out)
 
 
-class SqliteOffsetStore:
+class SqliteOffsetStore(SqliteDatabase):
     """Offsets and group metadata in one SQLite database file (WAL, ``synchronous=FULL``).
 
-    One connection, used from one thread at a time (the coordinator is single-threaded).
-    Usable as a context manager (closes on exit).
+    One connection, used from one thread at a time: the coordinator's shell (the caller's
+    thread, or the server's writer thread). Usable as a context manager (closes on exit).
     """
 
-    __slots__ = ("_conn", "path")
+    __slots__ = ()
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
-        self.path = os.fspath(path)
-        conn = connect_durable(self.path, busy_timeout_s)
-        self._conn: sqlite3.Connection | None = conn
-        try:
-            conn.executescript(_SCHEMA)
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            elif row[0] != str(SCHEMA_VERSION):
-                raise StoreError(
-                    f"{self.path!r} has schema version {row[0]}, expected {SCHEMA_VERSION}"
-                )
-        except sqlite3.Error as e:
-            conn.close()
-            self._conn = None
-            raise StoreError(f"cannot initialise {self.path!r}: {e}") from e
-        except StoreError:
-            conn.close()
-            self._conn = None
-            raise
-
-    # ------------------------------------------------------------------ helpers
-
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError(f"store {self.path!r} is closed")
-        return self._conn
-
-    def _write(self, fn: Callable[..., None], *args: object) -> None:
-        """Run ``fn(conn, *args)`` in one IMMEDIATE transaction; committed on return."""
-        write_transaction(self._db(), self.path, fn, *args)
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        check_schema_version(conn, "meta", SCHEMA_VERSION, repr(self.path))
 
     # ------------------------------------------------------------------ OffsetStore
 
     def load(self) -> StoredState:
-        conn = self._db()
-        state = StoredState()
-        try:
-            members: dict[str, list[MemberRecord]] = {}
-            for row in conn.execute(
-                "SELECT group_id, member_id, group_instance_id, client_id, client_host, "
-                "rebalance_timeout_ms, session_timeout_ms, protocols, assignment "
-                "FROM members ORDER BY group_id, position"
-            ):
-                members.setdefault(row[0], []).append(
-                    MemberRecord(
-                        member_id=row[1],
-                        group_instance_id=row[2],
-                        client_id=row[3],
-                        client_host=row[4],
-                        rebalance_timeout_ms=row[5],
-                        session_timeout_ms=row[6],
-                        protocols=decode_protocols(row[7]),
-                        assignment=bytes(row[8]),
-                    )
-                )
-            for row in conn.execute(
-                "SELECT group_id, state, generation_id, protocol_type, protocol_name, "
-                "leader_id, state_timestamp_ms FROM groups ORDER BY group_id"
-            ):
-                state.groups[row[0]] = GroupRecord(
-                    group_id=row[0],
-                    state=row[1],
-                    generation_id=row[2],
-                    protocol_type=row[3],
-                    protocol_name=row[4],
-                    leader_id=row[5],
-                    members=tuple(members.get(row[0], ())),
-                    state_timestamp_ms=row[6],
-                )
-            for row in conn.execute(
-                "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata, "
-                "commit_timestamp_ms, expire_timestamp_ms FROM offsets "
-                "ORDER BY group_id, topic, partition"
-            ):
-                state.offsets.setdefault(row[0], {})[TopicPartition(row[1], row[2])] = (
-                    OffsetAndMetadata(
-                        committed_offset=row[3],
-                        leader_epoch=row[4],
-                        metadata=row[5],
-                        commit_timestamp_ms=row[6],
-                        expire_timestamp_ms=row[7],
-                    )
-                )
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot read {self.path!r}: {e}") from e
-        return state
+        return self._read(_load)
+
+    def write(self, records: Sequence[StoreRecord]) -> None:
+        self._write(_write_records, records)
 
     def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:
-        rows = [
-            (
-                group_id,
-                tp.topic,
-                tp.partition,
-                o.committed_offset,
-                o.leader_epoch,
-                o.metadata,
-                o.commit_timestamp_ms,
-                o.expire_timestamp_ms,
-            )
-            for tp, o in offsets.items()
-        ]
-        self._write(_commit_offsets, rows)
+        self.write((OffsetsRecord(group_id, dict(offsets)),))
 
     def store_group(self, record: GroupRecord) -> None:
-        self._write(_store_group, record)
+        self.write((record,))
 
     def delete_group(self, group_id: str) -> None:
-        self._write(_delete_group, group_id)
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-
-    def __enter__(self) -> SqliteOffsetStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"SqliteOffsetStore({self.path!r}{'' if self._conn else ', closed'})"
+        self.write((GroupTombstone(group_id),))
 
 
-def _commit_offsets(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
-    conn.executemany(_UPSERT_OFFSET, rows)
+def _load(conn: sqlite3.Connection) -> StoredState:
+    state = StoredState()
+    members: dict[str, list[MemberRecord]] = {}
+    for row in conn.execute(
+        "SELECT group_id, member_id, group_instance_id, client_id, client_host, "
+        "rebalance_timeout_ms, session_timeout_ms, protocols, assignment "
+        "FROM members ORDER BY group_id, position"
+    ):
+        members.setdefault(row[0], []).append(
+            MemberRecord(
+                member_id=row[1],
+                group_instance_id=row[2],
+                client_id=row[3],
+                client_host=row[4],
+                rebalance_timeout_ms=row[5],
+                session_timeout_ms=row[6],
+                protocols=decode_protocols(row[7]),
+                assignment=bytes(row[8]),
+            )
+        )
+    for row in conn.execute(
+        "SELECT group_id, state, generation_id, protocol_type, protocol_name, "
+        "leader_id, state_timestamp_ms FROM groups ORDER BY group_id"
+    ):
+        state.groups[row[0]] = GroupRecord(
+            group_id=row[0],
+            state=row[1],
+            generation_id=row[2],
+            protocol_type=row[3],
+            protocol_name=row[4],
+            leader_id=row[5],
+            members=tuple(members.get(row[0], ())),
+            state_timestamp_ms=row[6],
+        )
+    for row in conn.execute(
+        "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata, "
+        "commit_timestamp_ms, expire_timestamp_ms FROM offsets "
+        "ORDER BY group_id, topic, partition"
+    ):
+        state.offsets.setdefault(row[0], {})[TopicPartition(row[1], row[2])] = OffsetAndMetadata(
+            committed_offset=row[3],
+            leader_epoch=row[4],
+            metadata=row[5],
+            commit_timestamp_ms=row[6],
+            expire_timestamp_ms=row[7],
+        )
+    return state
+
+
+def _write_records(conn: sqlite3.Connection, records: Sequence[StoreRecord]) -> None:
+    """Apply ``records`` in order (a later record of a partition or group wins, as it
+    would in Kafka's compacted offsets topic); consecutive offset records go into as few
+    statements as the variable limit allows."""
+    limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // _OFFSET_COLUMNS
+    per_statement = max(1, min(_ROWS_PER_STATEMENT, limit))
+    values: list[object] = []
+    for record in records:
+        if isinstance(record, OffsetsRecord):
+            group_id = record.group_id
+            for tp, o in record.offsets.items():
+                values += (
+                    group_id,
+                    tp.topic,
+                    tp.partition,
+                    o.committed_offset,
+                    o.leader_epoch,
+                    o.metadata,
+                    o.commit_timestamp_ms,
+                    o.expire_timestamp_ms,
+                )
+            continue
+        _upsert(conn, values, per_statement)
+        values = []
+        if isinstance(record, GroupRecord):
+            _store_group(conn, record)
+        elif isinstance(record, GroupTombstone):
+            _delete_group(conn, record.group_id)
+        else:
+            raise TypeError(f"not a store record: {type(record).__name__}")
+    _upsert(conn, values, per_statement)
+
+
+def _upsert(conn: sqlite3.Connection, values: list[object], per_statement: int) -> None:
+    """Upsert the offset rows flattened in ``values``, in order."""
+    step = per_statement * _OFFSET_COLUMNS
+    for start in range(0, len(values), step):
+        chunk = values[start : start + step]
+        conn.execute(_upsert_offsets(len(chunk) // _OFFSET_COLUMNS), chunk)
 
 
 def _store_group(conn: sqlite3.Connection, r: GroupRecord) -> None:

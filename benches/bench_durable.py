@@ -1,0 +1,468 @@
+"""pytest-benchmark (and a script): durable OffsetCommit over the wire, ``groupcoord serve
+--data-dir`` (SQLite, WAL, ``synchronous=FULL``).
+
+- ``test_bench_durable_commits``: M members in groups of 50 over C connections, all Stable,
+  each committing its own partition (OffsetCommit v8 with its generation) the moment its
+  previous commit is answered: one in flight per member, as fast as the protocol allows.
+  Reports commits acknowledged per second (an answer means the commit is on disk), the
+  server's CPU time and the commit latency.
+- ``test_bench_durable_heartbeat_p99``: M members, one connection each, heartbeat every
+  ``interval`` ms (paced, one in flight per member, as a consumer's heartbeat thread does)
+  while K of them also commit every 100 ms on their connections; the heartbeat latency
+  percentiles (all members, and the members that do not commit) are compared with the same
+  run without commits.
+
+The load generator is this file run as a script in its own process (pre-encoded frames,
+non-blocking sockets; helpers from ``bench_wire.py``), pinned apart from the server as
+there. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another checkout (the
+"before" figures: main's server fsyncs every commit on its event loop).
+
+Script: ``python benches/bench_durable.py commits [members] [connections] [seconds]`` or
+``python benches/bench_durable.py heartbeats [members] [committers] [seconds]`` prints
+the results as JSON lines. Sizes under pytest: full (5,000 members; 1,000 committers)
+with ``--benchmark-only`` or ``GROUPCOORD_BENCH_SCALE=full``, else a smoke size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench_wire import (
+    TOPICS,
+    BenchServer,
+    Conn,
+    Seat,
+    _connect,
+    _cpus,
+    _decode,
+    _encode,
+    _frames,
+    _full,
+    _rounds,
+    form_groups,
+)
+
+GROUP_SIZE = 50
+#: the topic every member commits to (member k of a group commits partition k)
+COMMIT_TOPIC = "c"
+#: the heartbeat answer's error code sits at bytes 9-10 of a Heartbeat v4 response body
+_HB_ERROR = slice(9, 11)
+
+
+# ======================================================================================
+# load generator (runs in its own process: ``python bench_durable.py <mode> <json>``)
+# ======================================================================================
+
+
+def _commit_frame(seat: Seat, partition: int, offset: int, correlation: int) -> bytes:
+    from groupcoord.coordinator import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+    from groupcoord.protocol.group_messages import to_kio_request
+
+    request = OffsetCommitRequest(
+        version=8,
+        group_id=seat.group,
+        generation_id_or_member_epoch=seat.generation,
+        member_id=seat.member_id,
+        topics=(
+            OffsetCommitRequestTopic(
+                name=COMMIT_TOPIC,
+                partitions=(
+                    OffsetCommitRequestPartition(
+                        partition_index=partition, committed_offset=offset
+                    ),
+                ),
+            ),
+        ),
+    )
+    return _encode(to_kio_request(request), correlation)
+
+
+def _commit_error_at() -> slice:
+    """Where OffsetCommit v8's one partition error code sits in its response body:
+    correlation (4), header tags (1), throttle (4), topics (1), name (1 + len), partitions
+    (1), partition index (4)."""
+    start = 4 + 1 + 4 + 1 + 1 + len(COMMIT_TOPIC) + 1 + 4
+    return slice(start, start + 2)
+
+
+def _check_commit_layout(body: bytes) -> None:
+    from kio.schema.offset_commit.v8.request import OffsetCommitRequest
+
+    response = _decode(OffsetCommitRequest, body)
+    expected = int(response.topics[0].partitions[0].error_code)
+    assert int.from_bytes(body[_commit_error_at()], "big") == expected
+
+
+def _setup(args: dict[str, Any]) -> tuple[list[Conn], list[list[Seat]]]:
+    from groupcoord import Subscription
+    from groupcoord.protocol import encode_subscription
+
+    members, n_conns = args["members"], args["connections"]
+    conns = _connect(args["host"], args["port"], n_conns)
+    if n_conns == members:  # one connection per member, as real consumers have
+        seats = [Seat(group=f"d-{i // GROUP_SIZE}", conn=i) for i in range(members)]
+    else:  # member k of every group on connection k
+        seats = [
+            Seat(group=f"d-{i // GROUP_SIZE}", conn=i % GROUP_SIZE % n_conns)
+            for i in range(members)
+        ]
+    seats.sort(key=lambda s: (s.conn, s.group))
+    form_groups(conns, seats, encode_subscription(Subscription(list(TOPICS)), 1))
+    return conns, _rounds(seats, n_conns)
+
+
+def _partition(seat: Seat, per_group: dict[str, int]) -> int:
+    k = per_group.get(seat.group, 0)
+    per_group[seat.group] = k + 1
+    return k
+
+
+def commit_load(args: dict[str, Any]) -> dict[str, Any]:
+    """Every member commits as fast as its previous commit is answered."""
+    conns, per_conn = _setup(args)
+    numbering: dict[str, int] = {}
+    frames = [
+        [_commit_frame(s, _partition(s, numbering), 1, k) for k, s in enumerate(c)]
+        for c in per_conn
+    ]
+    print("ready", flush=True)
+    sys.stdin.readline()
+    err_at = _commit_error_at()
+    sel = selectors.DefaultSelector()
+    cursor = [0] * len(conns)
+    now = time.perf_counter()
+    for i, conn in enumerate(conns):
+        conn.wbuf += b"".join(frames[i])
+        conn.sent.extend([now] * len(frames[i]))
+        sel.register(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, i)
+    latencies: list[float] = []
+    answered = errors = 0
+    checked = False
+    end = now + args["seconds"]
+    drained = end + 60
+    while now < end or (now < drained and any(c.sent for c in conns)):
+        for key, events in sel.select(timeout=1):
+            i = key.data
+            conn = conns[i]
+            if events & selectors.EVENT_READ:
+                data = conn.sock.recv(1 << 20)
+                if not data:
+                    raise ConnectionError("the server closed a connection")
+                conn.rbuf += data
+                bodies = _frames(conn.rbuf)
+                now = time.perf_counter()
+                for body in bodies:
+                    if not checked:
+                        _check_commit_layout(body)
+                        checked = True
+                    errors += body[err_at] != b"\x00\x00"
+                    latencies.append(now - conn.sent.popleft())
+                if now < end:
+                    answered += len(bodies)
+                    own = frames[i]
+                    k = cursor[i]
+                    conn.wbuf += b"".join(own[(k + j) % len(own)] for j in range(len(bodies)))
+                    cursor[i] = (k + len(bodies)) % len(own)
+                    conn.sent.extend([now] * len(bodies))
+            if conn.wbuf:
+                sent = conn.sock.send(conn.wbuf)
+                del conn.wbuf[:sent]
+            sel.modify(
+                conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wbuf else 0), i
+            )
+        now = time.perf_counter()
+    sel.close()
+    return {"answered": answered, "errors": errors, "elapsed_s": args["seconds"]} | _percentiles(
+        latencies, "commit"
+    )
+
+
+def paced_load(args: dict[str, Any]) -> dict[str, Any]:
+    """Heartbeats every ``interval_ms`` per member; ``committers`` of them also commit every
+    ``commit_interval_ms``; each kind one in flight per member (a late one is sent when
+    the previous is answered)."""
+    from kio.schema.heartbeat.v4.request import HeartbeatRequest
+    from kio.schema.types import GroupId
+    from kio.static.primitive import i32
+
+    conns, per_conn = _setup(args)
+    seats = [(i, s) for i, c in enumerate(per_conn) for s in c]
+    hb_frames = [
+        _encode(
+            HeartbeatRequest(
+                group_id=GroupId(s.group), generation_id=i32(s.generation), member_id=s.member_id
+            )
+        )
+        for _, s in seats
+    ]
+    numbering: dict[str, int] = {}
+    partitions = [_partition(s, numbering) for _, s in seats]
+    committers = set(range(0, len(seats), max(1, len(seats) // max(1, args["committers"]))))
+    committers = set(sorted(committers)[: args["committers"]])
+    commit_frames = {m: _commit_frame(seats[m][1], partitions[m], 1, 0) for m in committers}
+    print("ready", flush=True)
+    sys.stdin.readline()
+    cpu_start = time.process_time()
+    hb_every = args["interval_ms"] / 1000
+    commit_every = args["commit_interval_ms"] / 1000
+    start = time.perf_counter()
+    # (due, member, is_commit): staggered over the first interval
+    due: list[tuple[float, int, bool]] = [
+        (start + hb_every * m / len(seats), m, False) for m in range(len(seats))
+    ]
+    due += [(start + commit_every * j / len(committers), m, True) for j, m in enumerate(committers)]
+    heapq.heapify(due)
+    in_flight: set[tuple[int, bool]] = set()
+    owed: set[tuple[int, bool]] = set()
+    #: per connection: (sent at, member, is_commit), answers come in order
+    sent_q: list[deque[tuple[float, int, bool]]] = [deque() for _ in conns]
+    sel = selectors.DefaultSelector()
+    for i, conn in enumerate(conns):
+        sel.register(conn.sock, selectors.EVENT_READ, i)
+    hb_lat_committers: list[float] = []
+    hb_lat_others: list[float] = []
+    commit_lat: list[float] = []
+    errors = commits = beats = 0
+    err_at = _commit_error_at()
+    end = start + args["seconds"]
+    now = start
+
+    #: connections with bytes to send (scanning all 5,000 each turn would be the bottleneck)
+    dirty: set[int] = set()
+
+    def send(m: int, is_commit: bool, at: float) -> None:
+        i = seats[m][0]
+        dirty.add(i)
+        conns[i].wbuf += commit_frames[m] if is_commit else hb_frames[m]
+        sent_q[i].append((at, m, is_commit))
+        in_flight.add((m, is_commit))
+
+    while now < end or (now < end + 60 and in_flight):
+        while due and due[0][0] <= now and now < end:
+            _, m, is_commit = heapq.heappop(due)
+            if (m, is_commit) in in_flight:
+                owed.add((m, is_commit))
+            else:
+                send(m, is_commit, now)
+            heapq.heappush(due, (now + (commit_every if is_commit else hb_every), m, is_commit))
+        for i in list(dirty):
+            conn = conns[i]
+            try:
+                sent = conn.sock.send(conn.wbuf)
+            except BlockingIOError:
+                sent = 0
+            del conn.wbuf[:sent]
+            if not conn.wbuf:
+                dirty.discard(i)
+        timeout = max(0.0, min(due[0][0] - now, 0.01)) if due and now < end else 0.01
+        for key, _ in sel.select(timeout=timeout):
+            i = key.data
+            conn = conns[i]
+            data = conn.sock.recv(1 << 20)
+            if not data:
+                raise ConnectionError("the server closed a connection")
+            conn.rbuf += data
+            now = time.perf_counter()
+            for body in _frames(conn.rbuf):
+                at, m, is_commit = sent_q[i].popleft()
+                in_flight.discard((m, is_commit))
+                if is_commit:
+                    commits += 1
+                    commit_lat.append(now - at)
+                    errors += body[err_at] != b"\x00\x00"
+                else:
+                    beats += 1
+                    (hb_lat_committers if m in committers else hb_lat_others).append(now - at)
+                    errors += body[_HB_ERROR] != b"\x00\x00"
+                if (m, is_commit) in owed and now < end:
+                    owed.discard((m, is_commit))
+                    send(m, is_commit, now)
+        now = time.perf_counter()
+    sel.close()
+    return (
+        {
+            "heartbeats": beats,
+            "commits": commits,
+            "errors": errors,
+            "elapsed_s": args["seconds"],
+            "generator_cpu_s": time.process_time() - cpu_start,
+        }
+        | _percentiles(hb_lat_committers + hb_lat_others, "heartbeat")
+        | _percentiles(hb_lat_others, "heartbeat_non_committer")
+        | _percentiles(hb_lat_committers, "heartbeat_committer")
+        | _percentiles(commit_lat, "commit")
+    )
+
+
+def _percentiles(latencies: list[float], name: str) -> dict[str, float]:
+    if not latencies:
+        return {}
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
+
+    return {
+        f"{name}_p50_ms": pct(0.50),
+        f"{name}_p99_ms": pct(0.99),
+        f"{name}_max_ms": latencies[-1] * 1000,
+    }
+
+
+# ======================================================================================
+# server and driver side
+# ======================================================================================
+
+
+@contextlib.contextmanager
+def durable_server(data_dir: str) -> Iterator[BenchServer]:
+    cmd = [
+        sys.executable, "-m", "groupcoord", "serve", "--port", "0", "--data-dir", data_dir,
+        "--log-level", "warning", "--group-initial-rebalance-delay-ms", "100",
+        "--topic", f"{COMMIT_TOPIC}:{GROUP_SIZE}",
+        *[a for t, p in TOPICS.items() for a in ("--topic", f"{t}:{p}")],
+    ]  # fmt: skip
+    env = dict(os.environ)
+    other = os.environ.get("GROUPCOORD_BENCH_SERVER_PYTHONPATH")
+    if other:
+        env["PYTHONPATH"] = other
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.fullmatch(r"groupcoord listening on (.+):(\d+)\n", line)
+        assert match, f"server did not start: {line!r}"
+        os.sched_setaffinity(proc.pid, _cpus()[0])
+        yield BenchServer(proc, match.group(1), int(match.group(2)))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def run(mode: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Start a durable server in a fresh directory, run one load, return the figures."""
+    with tempfile.TemporaryDirectory(prefix="bench-durable-") as data_dir:
+        load_before = _load_average()
+        with durable_server(data_dir) as server:
+            args = args | {"host": server.host, "port": server.port}
+            proc = subprocess.Popen(
+                [sys.executable, __file__, mode, json.dumps(args)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                preexec_fn=lambda: os.sched_setaffinity(0, _cpus()[1]),
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                line = proc.stdout.readline()
+                assert line == "ready\n", f"load generator failed to set up: {line!r}"
+                cpu_before = server.cpu_seconds()
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                result = dict(json.loads(proc.stdout.readline()))
+                cpu = server.cpu_seconds() - cpu_before
+            finally:
+                proc.stdin.close()
+                proc.wait(timeout=60)
+    return args | result | {"server_cpu_s": cpu, "load_before": load_before}
+
+
+def commits_args(members: int, connections: int, seconds: float) -> dict[str, Any]:
+    return {"members": members, "connections": connections, "seconds": seconds}
+
+
+def paced_args(members: int, committers: int, seconds: float) -> dict[str, Any]:
+    # one connection per member: replies go out in request order per connection (Kafka's
+    # rule), so a member's heartbeat waits behind its own commit, never another member's
+    return {
+        "members": members,
+        "connections": members,
+        "committers": committers,
+        "interval_ms": 1000,
+        "commit_interval_ms": 100,
+        "seconds": seconds,
+    }
+
+
+def test_bench_durable_commits(benchmark: Any, request: Any) -> None:
+    full = _full(request.config)
+    args = commits_args(5000 if full else 200, 50 if full else 10, 10.0 if full else 1.0)
+    result = benchmark.pedantic(lambda: run("commits", args), rounds=1, iterations=1)
+    assert result["errors"] == 0, result
+    assert result["answered"] > 0
+    rate = result["answered"] / result["elapsed_s"]
+    benchmark.extra_info.update(result | {"commits_per_s": rate})
+    print(
+        f"\ndurable commits: {args['members']} members / {args['connections']} connections: "
+        f"{rate:,.0f} acknowledged/s (server CPU {result['server_cpu_s']:.2f} s); latency "
+        f"p50 {result['commit_p50_ms']:.1f} ms, p99 {result['commit_p99_ms']:.1f} ms; "
+        f"load {result['load_before']}"
+    )
+
+
+def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any) -> None:
+    full = _full(request.config)
+    members, committers, seconds = (5000, 1000, 10.0) if full else (200, 40, 1.0)
+    quiet = run("paced", paced_args(members, 0, seconds))
+    busy = benchmark.pedantic(
+        lambda: run("paced", paced_args(members, committers, seconds)), rounds=1, iterations=1
+    )
+    assert quiet["errors"] == 0 and busy["errors"] == 0, (quiet, busy)
+    assert busy["commits"] > 0
+    ratio = busy["heartbeat_p99_ms"] / quiet["heartbeat_p99_ms"]
+    benchmark.extra_info.update({"quiet": quiet, "busy": busy, "p99_ratio": ratio})
+    print(
+        f"\nheartbeat p99, {members} members: {quiet['heartbeat_p99_ms']:.2f} ms alone, "
+        f"{busy['heartbeat_p99_ms']:.2f} ms with {committers} committing every 100 ms "
+        f"({busy['commits'] / seconds:,.0f} commits/s, p99 {busy['commit_p99_ms']:.1f} ms): "
+        f"{ratio:.2f}x; load {quiet['load_before']} / {busy['load_before']}"
+    )
+
+
+def _main(argv: Sequence[str]) -> None:
+    mode = argv[0]
+    if mode in ("commits", "paced") and len(argv) == 2 and argv[1].startswith("{"):
+        # the load generator, started by run()
+        args = json.loads(argv[1])
+        print(json.dumps(commit_load(args) if mode == "commits" else paced_load(args)), flush=True)
+    elif mode == "commits":
+        nums = [float(a) for a in argv[1:]]
+        members, connections, seconds = (nums + [5000, 50, 10][len(nums) :])[:3]
+        print(json.dumps(run("commits", commits_args(int(members), int(connections), seconds))))
+    elif mode == "heartbeats":
+        nums = [float(a) for a in argv[1:]]
+        members, committers, seconds = (nums + [5000, 1000, 10][len(nums) :])[:3]
+        for k in (0, int(committers)):
+            print(json.dumps(run("paced", paced_args(int(members), k, seconds))), flush=True)
+    else:
+        raise SystemExit(f"usage: {__doc__}")
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
