@@ -9,6 +9,7 @@
 //! Capacity: dense ids are `u32`, so a group may hold at most `u32::MAX - 1`
 //! partitions in all (Kafka's own limit per topic is `i32::MAX`).
 
+use super::rack::{RackId, Racks, NO_RACK};
 use rustc_hash::FxHashMap;
 use std::fmt;
 
@@ -66,6 +67,8 @@ pub struct Member {
     /// The subset of `claims` on topics the member still subscribes to.
     pub subscribed_claims: Vec<DenseId>,
     pub generation: i32,
+    /// As given; [`GroupModel::racks`] holds it interned.
+    pub rack: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -73,6 +76,9 @@ pub struct GroupModel {
     pub topic_names: Vec<String>,
     pub offsets: Vec<DenseId>,
     pub members: Vec<Member>,
+    /// KIP-881 rack data; `None` unless some member has a rack and some partition
+    /// has replica racks (without both nothing can be rack-local).
+    pub racks: Option<Racks>,
 }
 
 impl GroupModel {
@@ -120,6 +126,8 @@ pub struct MemberSpec {
     /// by the caller (it interns names through [`ModelBuilder::topic_id`]).
     pub owned: Vec<(TopicId, i64)>,
     pub generation: i32,
+    /// Subscription v3 `rack_id`; `None` and `""` both mean no rack (as in Java).
+    pub rack: Option<String>,
 }
 
 /// Interns topics once, then takes members one by one.
@@ -128,6 +136,8 @@ pub struct ModelBuilder {
     index: FxHashMap<String, TopicId>,
     offsets: Vec<DenseId>,
     members: Vec<MemberSpec>,
+    /// (dense id, replica racks) as the caller gave them.
+    partition_racks: Vec<(DenseId, Vec<String>)>,
 }
 
 impl ModelBuilder {
@@ -165,6 +175,7 @@ impl ModelBuilder {
             index,
             offsets,
             members: Vec::new(),
+            partition_racks: Vec::new(),
         })
     }
 
@@ -202,6 +213,16 @@ impl ModelBuilder {
         self.members.push(member);
     }
 
+    /// The replica racks of partition `partition` of topic `t`. Partitions outside the
+    /// topic's range are ignored, as metadata for partitions the group cannot see is.
+    pub fn add_partition_racks(&mut self, t: TopicId, partition: i64, racks: Vec<String>) {
+        let (lo, hi) = (self.offsets[t as usize], self.offsets[t as usize + 1]);
+        if partition >= 0 && partition < i64::from(hi - lo) && !racks.is_empty() {
+            self.partition_racks
+                .push((lo + partition as DenseId, racks));
+        }
+    }
+
     pub fn build(self) -> Result<GroupModel, AssignError> {
         let mut specs = self.members;
         specs.sort_unstable_by(|a, b| a.id.cmp(&b.id));
@@ -215,6 +236,7 @@ impl ModelBuilder {
         }
         let offsets = self.offsets;
         let num_partitions = *offsets.last().unwrap_or(&0) as usize;
+        let racks = intern_racks(&specs, self.partition_racks, num_partitions);
         // stamp[p] == m + 1 while member m's claims are read: O(1) de-duplication.
         let mut stamp = vec![0u32; num_partitions];
         let mut subscribed = vec![false; self.topic_names.len()];
@@ -254,14 +276,68 @@ impl ModelBuilder {
                 claims,
                 subscribed_claims,
                 generation: spec.generation,
+                rack: spec.rack,
             });
         }
         Ok(GroupModel {
             topic_names: self.topic_names,
             offsets,
             members,
+            racks,
         })
     }
+}
+
+/// Rack names interned in sorted order; `None` when no member has a rack or no
+/// partition has one. `specs` are already in member-index order.
+fn intern_racks(
+    specs: &[MemberSpec],
+    partition_racks: Vec<(DenseId, Vec<String>)>,
+    num_partitions: usize,
+) -> Option<Racks> {
+    let member_has_rack = |s: &MemberSpec| s.rack.as_deref().is_some_and(|r| !r.is_empty());
+    if partition_racks.is_empty() || !specs.iter().any(member_has_rack) {
+        return None;
+    }
+    let mut names: Vec<String> = specs
+        .iter()
+        .filter(|s| member_has_rack(s))
+        .filter_map(|s| s.rack.clone())
+        .chain(partition_racks.iter().flat_map(|(_, r)| r.iter().cloned()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let index: FxHashMap<&str, RackId> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i as RackId))
+        .collect();
+    let member_rack = specs
+        .iter()
+        .map(|s| match s.rack.as_deref() {
+            Some(r) if !r.is_empty() => index[r],
+            _ => NO_RACK,
+        })
+        .collect();
+    let mut rows: Vec<Vec<RackId>> = vec![Vec::new(); num_partitions];
+    for (p, racks) in &partition_racks {
+        rows[*p as usize].extend(racks.iter().map(|r| index[r.as_str()]));
+    }
+    let mut starts = Vec::with_capacity(num_partitions + 1);
+    let mut ids = Vec::new();
+    starts.push(0u32);
+    for mut row in rows {
+        row.sort_unstable();
+        row.dedup();
+        ids.extend_from_slice(&row);
+        starts.push(ids.len() as u32);
+    }
+    Some(Racks {
+        names,
+        member_rack,
+        starts,
+        ids,
+    })
 }
 
 /// Per member: its assigned dense ids, ascending.
