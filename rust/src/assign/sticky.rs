@@ -23,8 +23,8 @@
 //! by dense partition id, never by input order.
 //!
 //! Racks (KIP-881), when [`rack_mode`] says they are worth it, change three things and
-//! never a quota: a member keeps only the owned partitions it is rack-local to (as
-//! Java's `racksMismatch` rule); the constrained path deals unowned partitions to
+//! never a quota: in homogeneous groups a member keeps only the owned partitions it is
+//! rack-local to (Java's `racksMismatch` rule; see [`release_foreign`]); the constrained path deals unowned partitions to
 //! rack-local members under quota before the plain round-robin (fewest local
 //! members first, as Java's `assignRackAwareRoundRobin`); the general path gives a
 //! partition to a rack-local subscriber only when one is among the least loaded, and
@@ -71,10 +71,11 @@ pub fn sticky_owners(model: &GroupModel) -> Vec<MemberIdx> {
     }
     let mut previous = resolve_previous_owners(model);
     let racks = rack_mode(model);
-    let released = racks.map(|r| release_foreign(r, &mut previous));
-    let racks = racks.zip(released.as_deref());
     let first = &model.members[0].topics;
-    if model.members.iter().all(|m| &m.topics == first) {
+    let homogeneous = model.members.iter().all(|m| &m.topics == first);
+    let released = racks.map(|r| release_foreign(r, &mut previous, homogeneous));
+    let racks = racks.zip(released.as_deref());
+    if homogeneous {
         constrained(model, previous, racks)
     } else {
         general(model, previous, racks)
@@ -85,12 +86,20 @@ pub fn sticky_owners(model: &GroupModel) -> Vec<MemberIdx> {
 /// whose claim [`release_foreign`] dropped ([`UNOWNED`] for the others).
 pub type RackView<'a> = (&'a Racks, &'a [MemberIdx]);
 
-/// Java's rule: a member keeps only partitions it is rack-local to (`racksMismatch`).
-/// Unlike Java, the dropped claims are remembered: a partition no rack-local member
-/// has room for goes back to its owner rather than to whoever the plain dealing
-/// reaches, so a group whose racks cannot all be honoured still settles.
-pub fn release_foreign(racks: &Racks, previous: &mut [MemberIdx]) -> Vec<MemberIdx> {
+/// Java's rule: a member keeps only partitions it is rack-local to (`racksMismatch`),
+/// here for homogeneous groups (`release`) only. Unlike Java, the dropped claims are
+/// remembered: a partition no rack-local member has room for goes back to its owner
+/// rather than to whoever the plain dealing reaches. Heterogeneous groups keep
+/// every claim, also unlike Java: there the least-loaded placement is not anchored to
+/// the previous round, so released partitions wandered from round to round (a
+/// third of random racked groups needed 3 or more rounds to settle); keeping them
+/// makes every result a fixed point, and locality still improves whenever balance
+/// moves partitions (the repair loop moves foreign ones first).
+pub fn release_foreign(racks: &Racks, previous: &mut [MemberIdx], release: bool) -> Vec<MemberIdx> {
     let mut released = vec![UNOWNED; previous.len()];
+    if !release {
+        return released;
+    }
     for (p, m) in previous.iter_mut().enumerate() {
         if *m != UNOWNED && racks.mismatch(*m, p as DenseId) {
             released[p] = std::mem::replace(m, UNOWNED);

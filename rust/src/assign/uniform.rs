@@ -39,10 +39,11 @@ pub fn uniform_owners(model: &GroupModel) -> Vec<MemberIdx> {
     }
     let mut previous = resolve_previous_owners(model);
     let racks = rack_mode(model);
-    let released = racks.map(|r| release_foreign(r, &mut previous));
-    let racks = racks.zip(released.as_deref());
     let first = &model.members[0].topics;
-    if model.members.iter().all(|m| &m.topics == first) {
+    let same_topics = model.members.iter().all(|m| &m.topics == first);
+    let released = racks.map(|r| release_foreign(r, &mut previous, same_topics));
+    let racks = racks.zip(released.as_deref());
+    if same_topics {
         homogeneous(model, &previous, racks)
     } else {
         general(model, previous, racks)

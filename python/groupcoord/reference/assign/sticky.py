@@ -22,9 +22,10 @@ Ties are broken by member index (sorted member id) and dense partition id, never
 dict order, so the output is deterministic.
 
 Racks (KIP-881), when :func:`rack_mode` says they are worth it, change three things and
-never a quota: a member keeps only the owned partitions it is rack-local to (Java's
-``racksMismatch`` rule; a dropped claim goes back to its owner when no rack-local member
-has room, unlike Java); the constrained path deals unowned partitions to rack-local members
+never a quota: in homogeneous groups a member keeps only the owned partitions it is
+rack-local to (Java's ``racksMismatch`` rule; a dropped claim goes back to its owner when no
+rack-local member has room, unlike Java; heterogeneous groups keep every claim, unlike Java,
+so that results are fixed points); the constrained path deals unowned partitions to rack-local members
 under quota before the plain round-robin (fewest local members first, as Java's
 ``assignRackAwareRoundRobin``); the general path gives a partition to a rack-local
 subscriber only when one is among the least loaded, and its repair loop moves a partition
@@ -70,9 +71,10 @@ def sticky_owners(model: GroupModel) -> list[int]:
         return [UNOWNED] * model.num_partitions
     previous = resolve_previous_owners(model)
     racks = rack_mode(model)
-    view = None if racks is None else (racks, release_foreign(racks, previous))
     first = model.member_topics[0]
-    if all(topics == first for topics in model.member_topics):
+    homogeneous = all(topics == first for topics in model.member_topics)
+    view = None if racks is None else (racks, release_foreign(racks, previous, homogeneous))
+    if homogeneous:
         return _constrained(model, previous, view)
     return general(model, previous, view)
 
@@ -88,10 +90,14 @@ def rack_mode(model: GroupModel) -> Racks | None:
     return racks if racks.worth_using(range(model.num_members), partitions) else None
 
 
-def release_foreign(racks: Racks, previous: list[int]) -> list[int]:
-    """Drops (in place) the claims of members not rack-local to the partition; returns per
-    partition the member whose claim was dropped, ``UNOWNED`` for the others."""
+def release_foreign(racks: Racks, previous: list[int], release: bool) -> list[int]:
+    """Drops (in place) the claims of members not rack-local to the partition, when
+    ``release`` (homogeneous groups; heterogeneous ones keep every claim, see
+    ``release_foreign`` in rust/src/assign/sticky.rs); returns per partition the member
+    whose claim was dropped, ``UNOWNED`` for the others."""
     released = [UNOWNED] * len(previous)
+    if not release:
+        return released
     for p, m in enumerate(previous):
         if m != UNOWNED and racks.mismatch(m, p):
             released[p] = m

@@ -35,9 +35,10 @@ def uniform_owners(model: GroupModel) -> list[int]:
         return [UNOWNED] * model.num_partitions
     previous = resolve_previous_owners(model)
     racks = rack_mode(model)
-    view = None if racks is None else (racks, release_foreign(racks, previous))
     first = model.member_topics[0]
-    if all(topics == first for topics in model.member_topics):
+    homogeneous = all(topics == first for topics in model.member_topics)
+    view = None if racks is None else (racks, release_foreign(racks, previous, homogeneous))
+    if homogeneous:
         return _homogeneous(model, previous, view)
     return general(model, previous, view)
 
