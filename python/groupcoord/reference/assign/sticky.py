@@ -25,8 +25,8 @@ Racks (KIP-881), when :func:`rack_mode` says they are worth it, change three thi
 never a quota: in homogeneous groups a member keeps only the owned partitions it is
 rack-local to (Java's ``racksMismatch`` rule; a dropped claim goes back to its owner when no
 rack-local member has room, unlike Java; heterogeneous groups keep every claim, unlike Java,
-so that results are fixed points); the constrained path deals unowned partitions to rack-local members
-under quota before the plain round-robin (fewest local members first, as Java's
+so that results are fixed points); the constrained path deals unowned partitions to
+rack-local members under quota before the plain round-robin (fewest local members first, as Java's
 ``assignRackAwareRoundRobin``); the general path gives a partition to a rack-local
 subscriber only when one is among the least loaded, and its repair loop moves a partition
 local to the receiver, or foreign to the giver, before any other.
