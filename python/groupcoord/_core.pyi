@@ -284,9 +284,9 @@ def assign_server(
     members: Mapping[str, Any],
     current: Mapping[str, Mapping[str, Any]] | None = None,
     partition_racks: Mapping[Any, Any] | None = None,
-) -> dict[str, dict[str, list[int]]]:
+) -> dict[str, dict[str, tuple[int, ...]]]:
     """Run KIP-848 server-side assignor ``kind`` ("uniform" or "range") on members with
-    ``topics``, ``rack`` and ``instance_id`` attributes; {member: {topic: partitions}}."""
+    ``topics``, ``rack`` and ``instance_id`` attributes; {member: {topic: (partition, ...)}}."""
 
 # =====================================================================================
 # END assignors

@@ -11,10 +11,12 @@ members towards the result::
     members = {"m-1": ServerMember(topics={"orders"}, rack="eu-west-1a"), ...}
     target = UniformAssignor().assign(members, {"orders": 64}, current=target)
 
-Input and output are plain data: ``{member_id: {topic: [partition, ...]}}``, so a
-result can be passed back as the next ``current``. Members missing from the result's
-keys do not exist: every member of ``members`` is in it (with ``{}`` when it gets
-nothing), and members of ``current`` that are not in ``members`` (they left) are ignored.
+Input and output are plain data: ``current`` is ``{member_id: {topic: partitions}}``
+(any collection of ints), the result ``{member_id: {topic: (partition, ...)}}`` with
+ascending tuples, so a result can be passed back as the next ``current``. Tuples are
+immutable and equal runs are one shared object (range at 10,000 members hands out a
+million single-partition runs). Every member of ``members`` is in the result (with ``{}``
+when it gets nothing); members of ``current`` not in ``members`` (they left) are ignored.
 
 - :class:`UniformAssignor` (``group.consumer.assignors=uniform``, Kafka's default):
   balanced (sizes differ by at most one when subscriptions are equal; otherwise no
@@ -97,8 +99,8 @@ class ServerAssignor:
         *,
         current: TargetAssignment | None = None,
         partition_racks: PartitionRacks | None = None,
-    ) -> dict[str, dict[str, list[int]]]:
-        """The new target assignment: ``{member_id: {topic: sorted partitions}}``.
+    ) -> dict[str, dict[str, tuple[int, ...]]]:
+        """The new target assignment: ``{member_id: {topic: (partition, ...)}}``, ascending.
 
         ``topics``: partition count per topic (topics nobody subscribes to are fine;
         subscriptions to topics missing here are skipped, as topics without metadata).
@@ -191,7 +193,7 @@ def _reference_assign(
     topics: Mapping[str, int],
     current: TargetAssignment | None,
     partition_racks: PartitionRacks | None,
-) -> dict[str, dict[str, list[int]]]:
+) -> dict[str, dict[str, tuple[int, ...]]]:
     inputs = [
         reference.MemberInput(
             member_id=member_id,
@@ -207,16 +209,16 @@ def _reference_assign(
     ]
     model = reference.build_model(topics, inputs, reference.read_partition_racks(partition_racks))
     plan = _SERVER_ALGORITHMS[kind](model)
-    result: dict[str, dict[str, list[int]]] = {}
+    result: dict[str, dict[str, tuple[int, ...]]] = {}
     offsets, names = model.offsets, model.topic_names
     for m, partitions in enumerate(plan):
-        assignment: dict[str, list[int]] = {}
+        runs: dict[str, list[int]] = {}
         t = 0
         for p in partitions:  # sorted, so the topic cursor only moves forward
             while offsets[t + 1] <= p:
                 t += 1
-            assignment.setdefault(names[t], []).append(p - offsets[t])
-        result[model.member_ids[m]] = assignment
+            runs.setdefault(names[t], []).append(p - offsets[t])
+        result[model.member_ids[m]] = {topic: tuple(ps) for topic, ps in runs.items()}
     return result
 
 

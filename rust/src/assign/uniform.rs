@@ -203,3 +203,65 @@ mod tests {
         }
     }
 }
+
+/// Named benchmark cases next to the code (franz-go style); run with
+/// `cargo test --release bench_server -- --ignored --nocapture`. The end-to-end
+/// numbers the README reports come from tools/server_assignor_bench.py.
+#[cfg(test)]
+mod bench {
+    use super::super::invariants::next_round;
+    use super::super::model::{MemberSpec, ModelBuilder};
+    use super::super::range;
+    use super::*;
+    use std::time::Instant;
+
+    /// `members` x (`topics` x `per_topic`); `buckets` > 0: member `i` subscribes to the
+    /// topics `t` with `t % buckets != i % buckets` (tools/server_assignor_bench.py's shapes).
+    fn shape(members: u32, topics: u32, per_topic: i64, buckets: u32) -> GroupModel {
+        let names = (0..topics)
+            .map(|t| (format!("topic-{t:04}"), per_topic))
+            .collect();
+        let mut b = ModelBuilder::new(names).unwrap();
+        for m in 0..members {
+            b.push_member(MemberSpec {
+                id: format!("member-{m:05}"),
+                topics: (0..topics)
+                    .filter(|t| buckets == 0 || t % buckets != m % buckets)
+                    .collect(),
+                ..Default::default()
+            });
+        }
+        b.build().unwrap()
+    }
+
+    fn time(name: &str, f: impl Fn() -> Plan) -> Plan {
+        let mut best = f64::MAX;
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let start = Instant::now();
+            out = f();
+            best = best.min(start.elapsed().as_secs_f64() * 1e3);
+        }
+        println!("{name}: {best:.1} ms (best of 3)");
+        out
+    }
+
+    #[test]
+    #[ignore]
+    fn bench_server_10000_members_1m_partitions() {
+        for buckets in [0, 4] {
+            let kind = if buckets == 0 {
+                "homogeneous"
+            } else {
+                "heterogeneous"
+            };
+            let fresh = shape(10_000, 1000, 1000, buckets);
+            let assign_uniform = |m: &GroupModel| assign(m);
+            let plan = time(&format!("uniform {kind} fresh"), || assign_uniform(&fresh));
+            let mut leave = next_round(&fresh, &plan, 0);
+            leave.members.remove(5000);
+            time(&format!("uniform {kind} leave"), || assign_uniform(&leave));
+            time(&format!("range {kind} fresh"), || range::assign(&fresh));
+        }
+    }
+}
