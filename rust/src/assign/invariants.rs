@@ -18,7 +18,7 @@ pub fn check_valid(model: &GroupModel, plan: &Plan) -> Result<(), String> {
         }
     }
     for member in &model.members {
-        for &t in &member.topics {
+        for &t in member.topics.iter() {
             if let Some(p) = model.partitions_of(t).find(|&p| !seen[p as usize]) {
                 return Err(format!("partition {p} of subscribed topic {t} unassigned"));
             }
@@ -73,7 +73,7 @@ pub fn groups() -> impl Strategy<Value = GroupModel> {
             let mut b = ModelBuilder::new(topics).unwrap();
             let nt = sizes.len() as u32;
             for m in 0..members {
-                let topics = if identical {
+                let topics: std::sync::Arc<[u32]> = if identical {
                     (0..nt).collect()
                 } else {
                     (0..nt).filter(|_| next(2) == 0).collect()

@@ -12,6 +12,7 @@
 use super::rack::{RackId, Racks, NO_RACK};
 use rustc_hash::FxHashMap;
 use std::fmt;
+use std::sync::Arc;
 
 pub type TopicId = u32;
 pub type MemberIdx = u32;
@@ -60,8 +61,9 @@ impl std::error::Error for AssignError {}
 pub struct Member {
     pub id: String,
     pub instance_id: Option<String>,
-    /// Sorted, distinct ids of the existing topics it subscribes to.
-    pub topics: Vec<TopicId>,
+    /// Sorted, distinct ids of the existing topics it subscribes to (shared between
+    /// members with equal subscriptions).
+    pub topics: Arc<[TopicId]>,
     /// Distinct valid claims (existing topic, partition in range), on any topic.
     pub claims: Vec<DenseId>,
     /// The subset of `claims` on topics the member still subscribes to.
@@ -103,7 +105,7 @@ impl GroupModel {
     pub fn subscribers(&self) -> Vec<Vec<MemberIdx>> {
         let mut subs = vec![Vec::new(); self.num_topics()];
         for (m, member) in self.members.iter().enumerate() {
-            for &t in &member.topics {
+            for &t in member.topics.iter() {
                 subs[t as usize].push(m as MemberIdx);
             }
         }
@@ -116,12 +118,17 @@ impl GroupModel {
     }
 }
 
+/// A shared list of topic ids.
+pub type Topics = Arc<[TopicId]>;
+
 /// A member as the caller describes it, before interning.
 #[derive(Debug, Clone, Default)]
 pub struct MemberSpec {
     pub id: String,
     pub instance_id: Option<String>,
-    pub topics: Vec<TopicId>,
+    /// Any order, repeats allowed; members with equal subscriptions may share one list
+    /// (the model then shares the sorted one too).
+    pub topics: Arc<[TopicId]>,
     /// Claimed partitions as (topic, partition); unknown topics are already dropped
     /// by the caller (it interns names through [`ModelBuilder::topic_id`]).
     pub owned: Vec<(TopicId, i64)>,
@@ -241,12 +248,39 @@ impl ModelBuilder {
         let mut stamp = vec![0u32; num_partitions];
         let mut subscribed = vec![false; self.topic_names.len()];
         let mut members = Vec::with_capacity(specs.len());
+        // Members with equal subscriptions share one sorted topic list: a group of 10,000
+        // members on 1,000 topics sorted and stored ten million ids otherwise. `last`:
+        // the previous member's list as given and as sorted.
+        let mut last: Option<(Topics, Topics)> = None;
+        let mut marked: Option<Topics> = None;
         for (m, spec) in specs.into_iter().enumerate() {
-            let mut topics = spec.topics;
-            topics.sort_unstable();
-            topics.dedup();
-            for &t in &topics {
-                subscribed[t as usize] = true;
+            let topics = match &last {
+                Some((raw, shared)) if Arc::ptr_eq(raw, &spec.topics) || *raw == spec.topics => {
+                    Arc::clone(shared)
+                }
+                _ => {
+                    let shared: Arc<[TopicId]> = if spec.topics.windows(2).all(|w| w[0] < w[1]) {
+                        Arc::clone(&spec.topics)
+                    } else {
+                        let mut sorted = spec.topics.to_vec();
+                        sorted.sort_unstable();
+                        sorted.dedup();
+                        sorted.into()
+                    };
+                    last = Some((Arc::clone(&spec.topics), Arc::clone(&shared)));
+                    shared
+                }
+            };
+            // `subscribed` marks the topics of `marked`, re-marked only when a member
+            // with claims has another list (members mostly share one).
+            if !spec.owned.is_empty() && !marked.as_ref().is_some_and(|k| Arc::ptr_eq(k, &topics)) {
+                for &t in marked.iter().flat_map(|k| k.iter()) {
+                    subscribed[t as usize] = false;
+                }
+                for &t in topics.iter() {
+                    subscribed[t as usize] = true;
+                }
+                marked = Some(Arc::clone(&topics));
             }
             let mut claims = Vec::with_capacity(spec.owned.len());
             let mut subscribed_claims = Vec::with_capacity(spec.owned.len());
@@ -265,9 +299,6 @@ impl ModelBuilder {
                 if subscribed[t as usize] {
                     subscribed_claims.push(p);
                 }
-            }
-            for &t in &topics {
-                subscribed[t as usize] = false;
             }
             members.push(Member {
                 id: spec.id,
@@ -417,14 +448,14 @@ mod tests {
         let mut b = builder();
         b.push_member(MemberSpec {
             id: "m".into(),
-            topics: vec![1, 1],
+            topics: vec![1, 1].into(),
             owned: vec![(0, 1), (1, 2), (1, 2), (1, 7), (1, -1)],
             generation: 4,
             ..Default::default()
         });
         let model = b.build().unwrap();
         let m = &model.members[0];
-        assert_eq!(m.topics, vec![1]);
+        assert_eq!(&*m.topics, &[1]);
         assert_eq!(m.claims, vec![1, 4]);
         assert_eq!(m.subscribed_claims, vec![4]);
     }

@@ -115,7 +115,7 @@ fn a_local_member_is_preferred_when_balance_allows() {
     for (id, rack) in [("a", "x"), ("b", "y")] {
         b.push_member(MemberSpec {
             id: id.into(),
-            topics: vec![0],
+            topics: vec![0].into(),
             rack: Some(rack.into()),
             ..Default::default()
         });

@@ -44,13 +44,13 @@ pub fn assign(model: &GroupModel) -> Plan {
 fn subscribers_in_order(model: &GroupModel, order: &[MemberIdx]) -> Vec<Vec<MemberIdx>> {
     let mut counts = vec![0usize; model.num_topics()];
     for member in &model.members {
-        for &t in &member.topics {
+        for &t in member.topics.iter() {
             counts[t as usize] += 1;
         }
     }
     let mut subs: Vec<Vec<MemberIdx>> = counts.into_iter().map(Vec::with_capacity).collect();
     for &m in order {
-        for &t in &model.members[m as usize].topics {
+        for &t in model.members[m as usize].topics.iter() {
             subs[t as usize].push(m);
         }
     }
@@ -286,7 +286,7 @@ mod tests {
         MemberSpec {
             id: id.into(),
             instance_id: instance.map(Into::into),
-            topics,
+            topics: topics.into(),
             ..Default::default()
         }
     }

@@ -114,7 +114,7 @@ pub fn rack_mode(model: &GroupModel) -> Option<&Racks> {
     let racks = model.racks.as_ref()?;
     let mut subscribed = vec![false; model.num_topics()];
     for member in &model.members {
-        for &t in &member.topics {
+        for &t in member.topics.iter() {
             subscribed[t as usize] = true;
         }
     }
@@ -521,7 +521,7 @@ mod tests {
         for m in 0..members {
             b.push_member(MemberSpec {
                 id: format!("m{m}"),
-                topics: vec![0],
+                topics: vec![0].into(),
                 owned: owned
                     .get(m)
                     .map(|o| o.iter().map(|&p| (0, p)).collect())
@@ -555,7 +555,7 @@ mod tests {
         for (id, generation) in [("a", 3), ("b", 3), ("c", 5)] {
             b.push_member(MemberSpec {
                 id: id.into(),
-                topics: vec![0],
+                topics: vec![0].into(),
                 owned: if id == "c" {
                     vec![(0, 1)]
                 } else {
@@ -622,7 +622,7 @@ mod bench {
         // imbalanced: every survivor heterogeneous by dropping one topic from half of them
         let mut imbalanced = next_round(&existing, &plan, 2);
         for m in imbalanced.members.iter_mut().step_by(2) {
-            m.topics.pop();
+            m.topics = m.topics[..m.topics.len().saturating_sub(1)].into();
         }
         time("imbalanced (general path)", || assign(&imbalanced));
     }

@@ -168,7 +168,7 @@ mod tests {
         for (id, rack) in members {
             b.push_member(MemberSpec {
                 id: (*id).into(),
-                topics: vec![0],
+                topics: vec![0].into(),
                 rack: rack.map(Into::into),
                 ..Default::default()
             });

@@ -103,7 +103,7 @@ pub fn assign_encoded<'py>(
     // member id -> (the caller's key object, the version its assignment is written at)
     let mut replies = rustc_hash::FxHashMap::default();
     let mut specs = Vec::with_capacity(subscriptions.len());
-    let mut previous_topics = (Vec::new(), Vec::new());
+    let mut previous_topics = (Vec::new(), std::sync::Arc::from(Vec::new()));
     for (member_id, payload) in subscriptions.iter() {
         let member_id = member_id
             .cast_into::<PyString>()

@@ -11,6 +11,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFrozenSet, PySet, PyString, PyTuple};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// Where an algorithm reads previous ownership from (see `OwnershipSource` in Python).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -132,15 +133,17 @@ pub fn read_subscription_objects<'py>(
             id: id.clone(),
             ..Default::default()
         };
+        let mut topics = Vec::new();
         for topic in sub.getattr(intern!(py, "topics"))?.try_iter()? {
             let topic = topic?;
             let topic = topic
                 .cast::<PyString>()
                 .map_err(|_| invalid_input(py, format!("topics of {id:?} must be str")))?;
             if let Some(t) = lookup.get(topic)? {
-                spec.topics.push(t);
+                topics.push(t);
             }
         }
+        spec.topics = topics.into();
         let instance = sub.getattr(intern!(py, "group_instance_id"))?;
         if !instance.is_none() {
             spec.instance_id = Some(instance.extract()?);
@@ -329,18 +332,18 @@ pub fn member_from_view(
     id: String,
     view: &SubscriptionView<'_>,
     ownership: Ownership,
-    previous_topics: &mut (Vec<u8>, Vec<TopicId>),
+    previous_topics: &mut (Vec<u8>, Arc<[TopicId]>),
 ) -> (MemberSpec, Option<String>) {
     let topics = if previous_topics.0 == view.topics_bytes {
         previous_topics.1.clone()
     } else {
         let mut hint = None;
-        let topics: Vec<TopicId> = view
+        let topics: Arc<[TopicId]> = view
             .topics
             .iter()
             .filter_map(|t| builder.topic_id_near(t, &mut hint))
             .collect();
-        *previous_topics = (view.topics_bytes.to_vec(), topics.clone());
+        *previous_topics = (view.topics_bytes.to_vec(), Arc::clone(&topics));
         topics
     };
     let mut spec = MemberSpec {

@@ -9,7 +9,7 @@ use crate::assign::model::{MemberSpec, TopicId};
 use crate::assign::ServerAlgorithm;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 /// `assign_server(kind, partitions_per_topic, members, current=None, partition_racks=None)`
 #[pyfunction]
@@ -36,7 +36,8 @@ pub fn assign_server<'py>(
     // Members with equal subscriptions usually share one topics object (the coordinator
     // interns them): resolve each object once, by address. `alive` holds every object
     // seen, so no address is reused for another one while we read.
-    let mut resolved: rustc_hash::FxHashMap<usize, Vec<TopicId>> = rustc_hash::FxHashMap::default();
+    let mut resolved: rustc_hash::FxHashMap<usize, std::sync::Arc<[TopicId]>> =
+        rustc_hash::FxHashMap::default();
     let mut alive = Vec::new();
     for (member_id, member) in members.iter() {
         let member_id = member_id
@@ -50,18 +51,20 @@ pub fn assign_server<'py>(
         let topics = member.getattr(intern!(py, "topics"))?;
         let address = topics.as_ptr() as usize;
         if let Some(ids) = resolved.get(&address) {
-            spec.topics = ids.clone();
+            spec.topics = std::sync::Arc::clone(ids);
         } else {
+            let mut ids = Vec::new();
             for topic in topics.try_iter()? {
                 let topic = topic?;
                 let topic = topic
                     .cast::<PyString>()
                     .map_err(|_| invalid_input(py, format!("topics of {id:?} must be str")))?;
                 if let Some(t) = builder.topic_id(topic.to_str()?) {
-                    spec.topics.push(t);
+                    ids.push(t);
                 }
             }
-            resolved.insert(address, spec.topics.clone());
+            spec.topics = ids.into();
+            resolved.insert(address, std::sync::Arc::clone(&spec.topics));
             alive.push(topics);
         }
         let rack = member.getattr(intern!(py, "rack"))?;
@@ -188,26 +191,43 @@ fn read_held(
             )
         })?;
         let t = builder.topic_id(topic.to_str()?);
-        for partition in partitions.try_iter()? {
-            let partition = partition?;
+        let refuse = |partition: &Bound<'_, PyAny>| {
+            invalid_input(
+                py,
+                format!(
+                    "partitions of {} in current must be int32, got {} in topic {}",
+                    py_repr(member_id.as_any()),
+                    py_repr(partition),
+                    py_repr(topic.as_any())
+                ),
+            )
+        };
+        let mut take = |partition: &Bound<'_, PyAny>| -> PyResult<()> {
             let number = if partition.is_instance_of::<PyBool>() {
                 None
             } else {
                 partition.extract::<i32>().ok()
             };
-            let Some(number) = number else {
-                return Err(invalid_input(
-                    py,
-                    format!(
-                        "partitions of {} in current must be int32, got {} in topic {}",
-                        py_repr(member_id.as_any()),
-                        py_repr(&partition),
-                        py_repr(topic.as_any())
-                    ),
-                ));
-            };
+            let number = number.ok_or_else(|| refuse(partition))?;
             if let Some(t) = t {
                 out.push((t, i64::from(number)));
+            }
+            Ok(())
+        };
+        // Tuples (what assign_server returns, so what comes back as `current`) and lists
+        // are walked by index: a million partitions through the iterator protocol cost
+        // a third of a 10,000-member reassignment.
+        if let Ok(tuple) = partitions.cast::<PyTuple>() {
+            for partition in tuple.iter() {
+                take(&partition)?;
+            }
+        } else if let Ok(list) = partitions.cast::<PyList>() {
+            for partition in list.iter() {
+                take(&partition)?;
+            }
+        } else {
+            for partition in partitions.try_iter()? {
+                take(&partition?)?;
             }
         }
     }
