@@ -106,6 +106,7 @@ class ServerAssignor:
         subscriptions to topics missing here are skipped, as topics without metadata).
         ``current``: the current target assignment; partitions of unknown topics or out of
         range are ignored, and a partition two members both hold goes to neither first.
+        Range does not read it beyond its shape (Kafka's range ignores it too).
         ``partition_racks``: ``{TopicPartition: frozenset of racks holding a replica}``.
         Input that cannot describe a group raises
         :class:`~groupcoord.errors.InvalidAssignorInput`, the same from either backend.
@@ -198,8 +199,9 @@ def _reference_assign(
         reference.MemberInput(
             member_id=member_id,
             topics=list(member.topics),
+            # range ignores current (as Kafka's), so neither backend reads it
             owned=_held(member_id, current[member_id])
-            if current is not None and member_id in current
+            if kind != "range" and current is not None and member_id in current
             else (),
             generation=0,
             group_instance_id=member.instance_id,
