@@ -7,9 +7,9 @@ use super::assign_input::{as_dict, read_partition_racks, read_topics};
 use super::errors::{from_assign_error, invalid_input, py_repr};
 use crate::assign::model::{MemberSpec, TopicId};
 use crate::assign::ServerAlgorithm;
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::ffi;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 
 /// `assign_server(kind, partitions_per_topic, members, current=None, partition_racks=None)`
@@ -78,7 +78,9 @@ pub fn assign_server<'py>(
         }
         // range ignores the current assignment (as Kafka's), so it is not even read: at
         // 10,000 members its million single-partition entries cost more than assigning
-        let current = current.as_ref().filter(|_| algorithm != ServerAlgorithm::Range);
+        let current = current
+            .as_ref()
+            .filter(|_| algorithm != ServerAlgorithm::Range);
         if let Some(current) = current {
             if let Some(held) = current.get_item(&member_id)? {
                 read_held(&builder, &member_id, &held, &mut spec.owned)?;
