@@ -195,6 +195,27 @@ def _simulator(out: str) -> None:
     assert small == ["50", "1", "0"]
 
 
+def _rack_awareness(out: str) -> None:
+    # each member gets the partitions with a replica in its own rack
+    assert out.splitlines() == [
+        "range {'consumer-a': [1, 3], 'consumer-b': [0, 2]}",
+        "sticky {'consumer-a': [1, 3], 'consumer-b': [0, 2]}",
+    ]
+
+
+def _server_assignors(out: str) -> None:
+    fresh, after_leave, ranges = out.splitlines()
+    assert fresh == (
+        "{'m0': {'orders': (0, 1, 2)}, 'm1': {'orders': (3,), 'payments': (0,)},"
+        " 'm2': {'payments': (1, 2)}}"
+    )
+    # sticky: m0 and m2 keep everything they held and share m1's two partitions
+    assert after_leave == "{'m0': {'orders': (0, 1, 2, 3)}, 'm2': {'payments': (0, 1, 2)}}"
+    assert ranges == (
+        "{'m0': {'orders': (0, 1), 'payments': (0, 1)}, 'm2': {'orders': (2, 3), 'payments': (2,)}}"
+    )
+
+
 def _silent(out: str) -> None:
     assert out == ""
 
@@ -209,6 +230,8 @@ PROMISES: dict[str, Callable[[str], None]] = {
     "machine = MemberMachine(": _member_machine,
     'scenario = Scenario.from_toml("examples/scenarios/max-poll-records.toml")': _simulator,
     "consumer = KafkaConsumer(": _silent,
+    "for assignor in (RangeAssignor(), StickyAssignor()):": _rack_awareness,
+    "target = UniformAssignor().assign(members, topics)": _server_assignors,
 }
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "__version__",
     "assign",
     "assign_encoded",
+    "assign_server",
 ]
 
 # =====================================================================================
@@ -263,16 +264,29 @@ def assign(
     subscriptions: Mapping[str, Any],
     topic_partition_type: type,
     assignment_type: Any,
+    partition_racks: Mapping[Any, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run assignor ``kind`` on Subscription objects; build results with the given types."""
+    """Run assignor ``kind`` on Subscription objects; build results with the given types.
+    ``partition_racks``: {(topic, partition): set of replica racks} (KIP-881)."""
 
 def assign_encoded(
     kind: str,
     partitions_per_topic: Mapping[str, int],
     subscriptions: Mapping[str, bytes],
     group_instance_ids: Mapping[str, str | None] | None = None,
+    partition_racks: Mapping[Any, Any] | None = None,
 ) -> dict[str, bytes]:
     """Run assignor ``kind`` on ConsumerProtocolSubscription bytes; return assignment bytes."""
+
+def assign_server(
+    kind: str,
+    partitions_per_topic: Mapping[str, int],
+    members: Mapping[str, Any],
+    current: Mapping[str, Mapping[str, Any]] | None = None,
+    partition_racks: Mapping[Any, Any] | None = None,
+) -> dict[str, dict[str, tuple[int, ...]]]:
+    """Run KIP-848 server-side assignor ``kind`` ("uniform" or "range") on members with
+    ``topics``, ``rack`` and ``instance_id`` attributes; {member: {topic: (partition, ...)}}."""
 
 # =====================================================================================
 # END assignors

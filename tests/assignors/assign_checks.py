@@ -96,6 +96,7 @@ def next_round(
             owned_partitions=sorted(result[m].partitions),
             generation_id=generation,
             group_instance_id=sub.group_instance_id,
+            rack_id=sub.rack_id,
         )
         for m, sub in subscriptions.items()
     }

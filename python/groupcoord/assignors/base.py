@@ -15,7 +15,12 @@ from enum import Enum
 from typing import ClassVar, Literal
 
 from groupcoord import _core
-from groupcoord.assignors.input_checks import check_assign_input, check_encoded_input
+from groupcoord.assignors.input_checks import (
+    PartitionRacks,
+    check_assign_input,
+    check_encoded_input,
+    check_partition_racks,
+)
 from groupcoord.errors import InvalidPayload
 from groupcoord.protocol import (
     decode_cooperative_user_data,
@@ -66,6 +71,8 @@ class Assignor:
         self,
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, Subscription],
+        *,
+        partition_racks: PartitionRacks | None = None,
     ) -> dict[str, Assignment]:
         """Assign partitions to members; every member id of ``subscriptions`` is in the result.
 
@@ -74,15 +81,26 @@ class Assignor:
         partitions of unknown topics or out of range are ignored. Input that cannot describe
         a group raises :class:`~groupcoord.errors.InvalidAssignorInput`, the same message
         from either backend (see :mod:`groupcoord.assignors.input_checks`).
+
+        ``partition_racks`` (KIP-881): ``{TopicPartition: frozenset of the racks holding a
+        replica}``. With it, range, sticky and cooperative-sticky prefer a member whose
+        ``Subscription.rack_id`` holds a replica, never at the cost of balance; round-robin
+        ignores racks, as Java's does. Partitions left out have no known racks.
         """
         check_assign_input(partitions_per_topic, subscriptions)
+        check_partition_racks(partition_racks)
         if self.backend == "rust":
             return _core.assign(
-                self.kind, partitions_per_topic, subscriptions, TopicPartition, Assignment
+                self.kind,
+                partitions_per_topic,
+                subscriptions,
+                TopicPartition,
+                Assignment,
+                partition_racks,
             )
+        members = [self._member_input(member_id, sub) for member_id, sub in subscriptions.items()]
         model = reference.build_model(
-            partitions_per_topic,
-            [self._member_input(member_id, sub) for member_id, sub in subscriptions.items()],
+            partitions_per_topic, members, reference.read_partition_racks(partition_racks)
         )
         plan = _REFERENCE_ALGORITHMS[self.kind](model)
         return {
@@ -95,6 +113,8 @@ class Assignor:
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, bytes],
         group_instance_ids: Mapping[str, str | None] | None = None,
+        *,
+        partition_racks: PartitionRacks | None = None,
     ) -> dict[str, bytes]:
         """The leader's hot path: JoinGroup subscription bytes in, SyncGroup assignment bytes out.
 
@@ -102,12 +122,15 @@ class Assignor:
         not inside it; pass them so range and round-robin order static members as
         Java does. Each assignment is written at ``min(3, that member's subscription version)``
         so members on old protocol versions can read what they get. Malformed bytes
-        raise :class:`groupcoord.errors.InvalidPayload` naming the member.
+        raise :class:`groupcoord.errors.InvalidPayload` naming the member. Members' racks
+        come from their subscriptions (v3 ``rack_id``); ``partition_racks`` as in
+        :meth:`assign`.
         """
         check_encoded_input(partitions_per_topic, subscriptions, group_instance_ids)
+        check_partition_racks(partition_racks)
         if self.backend == "rust":
             return _core.assign_encoded(
-                self.kind, partitions_per_topic, subscriptions, group_instance_ids
+                self.kind, partitions_per_topic, subscriptions, group_instance_ids, partition_racks
             )
         decoded: dict[str, Subscription] = {}
         versions: dict[str, int] = {}
@@ -120,7 +143,7 @@ class Assignor:
             instance = (group_instance_ids or {}).get(member_id)
             decoded[member_id] = replace(sub, group_instance_id=instance) if instance else sub
             versions[member_id] = int.from_bytes(raw[:2], "big", signed=True)
-        assignments = self.assign(partitions_per_topic, decoded)
+        assignments = self.assign(partitions_per_topic, decoded, partition_racks=partition_racks)
         return {
             member_id: encode_assignment(
                 assignment, min(MAX_ASSIGNMENT_VERSION, versions[member_id])
@@ -165,6 +188,7 @@ class Assignor:
             owned=owned,
             generation=generation,
             group_instance_id=sub.group_instance_id,
+            rack=sub.rack_id,
         )
 
 

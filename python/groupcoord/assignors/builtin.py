@@ -8,7 +8,12 @@ from typing import ClassVar
 
 from groupcoord.assignors.base import MAX_ASSIGNMENT_VERSION, Assignor, Backend, RebalanceProtocol
 from groupcoord.assignors.delayed_imbalance import DelayedImbalance
-from groupcoord.assignors.input_checks import check_assign_input, check_encoded_input
+from groupcoord.assignors.input_checks import (
+    PartitionRacks,
+    check_assign_input,
+    check_encoded_input,
+    check_partition_racks,
+)
 from groupcoord.errors import InvalidAssignorInput, InvalidPayload
 from groupcoord.protocol import decode_subscription, encode_assignment
 from groupcoord.reference.assign import OwnershipSource
@@ -94,14 +99,18 @@ class CooperativeStickyAssignor(Assignor):
         partitions_per_topic: Mapping[str, int],
         subscriptions: Mapping[str, Subscription],
         *,
+        partition_racks: PartitionRacks | None = None,
         now_ms: int | None = None,
     ) -> dict[str, Assignment]:
         if self._delayed.max_delay_ms == 0:
-            return super().assign(partitions_per_topic, subscriptions)
+            return super().assign(
+                partitions_per_topic, subscriptions, partition_racks=partition_racks
+            )
         check_assign_input(partitions_per_topic, subscriptions)  # before the KIP-415 memory
+        check_partition_racks(partition_racks)
         now = _require_now(now_ms)
         adjusted, held = self._delayed.prepare(subscriptions, now)
-        result = super().assign(partitions_per_topic, adjusted)
+        result = super().assign(partitions_per_topic, adjusted, partition_racks=partition_racks)
         return self._delayed.finish(result, subscriptions, held, now)
 
     def assign_encoded(
@@ -110,11 +119,18 @@ class CooperativeStickyAssignor(Assignor):
         subscriptions: Mapping[str, bytes],
         group_instance_ids: Mapping[str, str | None] | None = None,
         *,
+        partition_racks: PartitionRacks | None = None,
         now_ms: int | None = None,
     ) -> dict[str, bytes]:
         if self._delayed.max_delay_ms == 0:
-            return super().assign_encoded(partitions_per_topic, subscriptions, group_instance_ids)
+            return super().assign_encoded(
+                partitions_per_topic,
+                subscriptions,
+                group_instance_ids,
+                partition_racks=partition_racks,
+            )
         check_encoded_input(partitions_per_topic, subscriptions, group_instance_ids)
+        check_partition_racks(partition_racks)
         now = _require_now(now_ms)
         # The KIP-415 path needs the group.instance.ids and rewrites owned partitions, so it
         # goes through decoded subscriptions (the members' count, not the partitions', is small).
@@ -129,7 +145,9 @@ class CooperativeStickyAssignor(Assignor):
             instance = (group_instance_ids or {}).get(member_id)
             decoded[member_id] = replace(sub, group_instance_id=instance) if instance else sub
             versions[member_id] = int.from_bytes(raw[:2], "big", signed=True)
-        result = self.assign(partitions_per_topic, decoded, now_ms=now)
+        result = self.assign(
+            partitions_per_topic, decoded, partition_racks=partition_racks, now_ms=now
+        )
         return {
             member_id: encode_assignment(a, min(MAX_ASSIGNMENT_VERSION, versions[member_id]))
             for member_id, a in result.items()

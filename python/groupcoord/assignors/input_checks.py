@@ -11,10 +11,16 @@ order: by :func:`groupcoord.reference.assign.model.owned_claim` and by ``bad_cla
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
 
 from groupcoord.errors import InvalidAssignorInput
 from groupcoord.reference.assign.model import validate_partitions_per_topic
-from groupcoord.types import Subscription
+from groupcoord.types import Subscription, TopicPartition
+
+#: KIP-881 ``partition_racks``: the racks holding a replica of each partition. Entries are
+#: checked by each backend as it reads them (O(partitions)): rust/src/bindings/assign_input.rs
+#: and groupcoord.reference.assign.rack.read_partition_racks, with the same rule and text.
+PartitionRacks: TypeAlias = Mapping[TopicPartition, frozenset[str]]
 
 
 def check_assign_input(partitions_per_topic: object, subscriptions: object) -> None:
@@ -63,6 +69,15 @@ def check_encoded_input(
                 f"group instance id of {member_id!r} must be str or None,"
                 f" got {type(instance).__name__}"
             )
+
+
+def check_partition_racks(partition_racks: object) -> None:
+    """``partition_racks`` is None or a mapping (its entries are each backend's to check)."""
+    if partition_racks is not None and not isinstance(partition_racks, Mapping):
+        raise InvalidAssignorInput(
+            "partition_racks must be a mapping of TopicPartition to frozenset of rack ids,"
+            f" got {type(partition_racks).__name__}"
+        )
 
 
 def _check_topics(partitions_per_topic: object) -> None:

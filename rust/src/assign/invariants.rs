@@ -18,7 +18,7 @@ pub fn check_valid(model: &GroupModel, plan: &Plan) -> Result<(), String> {
         }
     }
     for member in &model.members {
-        for &t in &member.topics {
+        for &t in member.topics.iter() {
             if let Some(p) = model.partitions_of(t).find(|&p| !seen[p as usize]) {
                 return Err(format!("partition {p} of subscribed topic {t} unassigned"));
             }
@@ -73,7 +73,7 @@ pub fn groups() -> impl Strategy<Value = GroupModel> {
             let mut b = ModelBuilder::new(topics).unwrap();
             let nt = sizes.len() as u32;
             for m in 0..members {
-                let topics = if identical {
+                let topics: std::sync::Arc<[u32]> = if identical {
                     (0..nt).collect()
                 } else {
                     (0..nt).filter(|_| next(2) == 0).collect()
@@ -116,7 +116,98 @@ pub fn next_round(model: &GroupModel, plan: &Plan, generation: i32) -> GroupMode
             topics: member.topics.clone(),
             owned,
             generation,
+            rack: member.rack.clone(),
         });
+    }
+    if let Some(racks) = &model.racks {
+        for p in 0..model.num_partitions() as DenseId {
+            let t = model.topic_of(p);
+            let names = racks
+                .of_partition(p)
+                .iter()
+                .map(|&r| racks.names[r as usize].clone())
+                .collect();
+            b.add_partition_racks(t, i64::from(p - model.offsets[t as usize]), names);
+        }
+    }
+    b.build().unwrap()
+}
+
+/// `model` with racks: each member in one of three racks or none, each partition
+/// with replicas on a random subset of four (`r3` holds no member, so some
+/// partitions have no local member). `seed` drives every choice.
+pub fn with_racks(model: &GroupModel, seed: u64) -> GroupModel {
+    let mut rng = seed;
+    let mut next = move |n: u64| {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) % n.max(1)
+    };
+    let members: Vec<Option<String>> = (0..model.num_members())
+        .map(|_| match next(4) {
+            3 => None,
+            r => Some(format!("r{r}")),
+        })
+        .collect();
+    let partitions: Vec<Vec<String>> = (0..model.num_partitions())
+        .map(|_| {
+            (0..4)
+                .filter(|_| next(2) == 0)
+                .map(|r| format!("r{r}"))
+                .collect()
+        })
+        .collect();
+    rebuild(
+        model,
+        |m| members[m].clone(),
+        |p| partitions[p as usize].clone(),
+    )
+}
+
+/// `model` with member racks and partition racks that never meet: rack-aware
+/// assignment must then give exactly what it gives without racks.
+pub fn with_disjoint_racks(model: &GroupModel) -> GroupModel {
+    rebuild(
+        model,
+        |m| Some(format!("member-{}", m % 3)),
+        |p| vec![format!("replica-{}", p % 3)],
+    )
+}
+
+fn rebuild(
+    model: &GroupModel,
+    mut member_rack: impl FnMut(usize) -> Option<String>,
+    mut partition_racks: impl FnMut(DenseId) -> Vec<String>,
+) -> GroupModel {
+    let topics = model
+        .topic_names
+        .iter()
+        .enumerate()
+        .map(|(t, name)| (name.clone(), model.partitions_of(t as u32).len() as i64))
+        .collect();
+    let mut b = ModelBuilder::new(topics).unwrap();
+    for (m, member) in model.members.iter().enumerate() {
+        let claim = |&p: &DenseId| {
+            let t = model.topic_of(p);
+            (t, i64::from(p - model.offsets[t as usize]))
+        };
+        b.push_member(MemberSpec {
+            id: member.id.clone(),
+            instance_id: member.instance_id.clone(),
+            topics: member.topics.clone(),
+            owned: member.claims.iter().map(claim).collect(),
+            generation: member.generation,
+            rack: member_rack(m),
+        });
+    }
+    for p in 0..model.num_partitions() as DenseId {
+        let t = model.topic_of(p);
+        b.add_partition_racks(
+            t,
+            i64::from(p - model.offsets[t as usize]),
+            partition_racks(p),
+        );
     }
     b.build().unwrap()
 }

@@ -3,12 +3,16 @@
 
 pub mod cooperative;
 pub mod model;
+pub mod rack;
 pub mod range;
 pub mod roundrobin;
 pub mod sticky;
+pub mod uniform;
 
 #[cfg(test)]
 mod invariants;
+#[cfg(test)]
+mod rack_properties;
 
 use model::{GroupModel, Plan};
 
@@ -47,6 +51,32 @@ impl Algorithm {
             Self::RoundRobin => roundrobin::assign(model),
             Self::Sticky => sticky::assign(model),
             Self::CooperativeSticky => cooperative::assign(model),
+        }
+    }
+}
+
+/// KIP-848 server-side assignors, under the names `group.consumer.assignors` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerAlgorithm {
+    Uniform,
+    /// Kafka's server-side range is the classic range's output (co-partitioned,
+    /// static members first) and, like it, ignores the current assignment.
+    Range,
+}
+
+impl ServerAlgorithm {
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "uniform" => Some(Self::Uniform),
+            "range" => Some(Self::Range),
+            _ => None,
+        }
+    }
+
+    pub fn run(self, model: &GroupModel) -> Plan {
+        match self {
+            Self::Uniform => uniform::assign(model),
+            Self::Range => range::assign(model),
         }
     }
 }

@@ -9,8 +9,10 @@
 //! Capacity: dense ids are `u32`, so a group may hold at most `u32::MAX - 1`
 //! partitions in all (Kafka's own limit per topic is `i32::MAX`).
 
+use super::rack::{RackId, Racks, NO_RACK};
 use rustc_hash::FxHashMap;
 use std::fmt;
+use std::sync::Arc;
 
 pub type TopicId = u32;
 pub type MemberIdx = u32;
@@ -59,13 +61,16 @@ impl std::error::Error for AssignError {}
 pub struct Member {
     pub id: String,
     pub instance_id: Option<String>,
-    /// Sorted, distinct ids of the existing topics it subscribes to.
-    pub topics: Vec<TopicId>,
+    /// Sorted, distinct ids of the existing topics it subscribes to (shared between
+    /// members with equal subscriptions).
+    pub topics: Arc<[TopicId]>,
     /// Distinct valid claims (existing topic, partition in range), on any topic.
     pub claims: Vec<DenseId>,
     /// The subset of `claims` on topics the member still subscribes to.
     pub subscribed_claims: Vec<DenseId>,
     pub generation: i32,
+    /// As given; [`GroupModel::racks`] holds it interned.
+    pub rack: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -73,6 +78,9 @@ pub struct GroupModel {
     pub topic_names: Vec<String>,
     pub offsets: Vec<DenseId>,
     pub members: Vec<Member>,
+    /// KIP-881 rack data; `None` unless some member has a rack and some partition
+    /// has replica racks (without both nothing can be rack-local).
+    pub racks: Option<Racks>,
 }
 
 impl GroupModel {
@@ -97,7 +105,7 @@ impl GroupModel {
     pub fn subscribers(&self) -> Vec<Vec<MemberIdx>> {
         let mut subs = vec![Vec::new(); self.num_topics()];
         for (m, member) in self.members.iter().enumerate() {
-            for &t in &member.topics {
+            for &t in member.topics.iter() {
                 subs[t as usize].push(m as MemberIdx);
             }
         }
@@ -110,16 +118,23 @@ impl GroupModel {
     }
 }
 
+/// A shared list of topic ids.
+pub type Topics = Arc<[TopicId]>;
+
 /// A member as the caller describes it, before interning.
 #[derive(Debug, Clone, Default)]
 pub struct MemberSpec {
     pub id: String,
     pub instance_id: Option<String>,
-    pub topics: Vec<TopicId>,
+    /// Any order, repeats allowed; members with equal subscriptions may share one list
+    /// (the model then shares the sorted one too).
+    pub topics: Arc<[TopicId]>,
     /// Claimed partitions as (topic, partition); unknown topics are already dropped
     /// by the caller (it interns names through [`ModelBuilder::topic_id`]).
     pub owned: Vec<(TopicId, i64)>,
     pub generation: i32,
+    /// Subscription v3 `rack_id`; `None` and `""` both mean no rack (as in Java).
+    pub rack: Option<String>,
 }
 
 /// Interns topics once, then takes members one by one.
@@ -128,6 +143,8 @@ pub struct ModelBuilder {
     index: FxHashMap<String, TopicId>,
     offsets: Vec<DenseId>,
     members: Vec<MemberSpec>,
+    /// (dense id, replica racks) as the caller gave them.
+    partition_racks: Vec<(DenseId, Vec<String>)>,
 }
 
 impl ModelBuilder {
@@ -165,6 +182,7 @@ impl ModelBuilder {
             index,
             offsets,
             members: Vec::new(),
+            partition_racks: Vec::new(),
         })
     }
 
@@ -202,6 +220,16 @@ impl ModelBuilder {
         self.members.push(member);
     }
 
+    /// The replica racks of partition `partition` of topic `t`. Partitions outside the
+    /// topic's range are ignored, as metadata for partitions the group cannot see is.
+    pub fn add_partition_racks(&mut self, t: TopicId, partition: i64, racks: Vec<String>) {
+        let (lo, hi) = (self.offsets[t as usize], self.offsets[t as usize + 1]);
+        if partition >= 0 && partition < i64::from(hi - lo) && !racks.is_empty() {
+            self.partition_racks
+                .push((lo + partition as DenseId, racks));
+        }
+    }
+
     pub fn build(self) -> Result<GroupModel, AssignError> {
         let mut specs = self.members;
         specs.sort_unstable_by(|a, b| a.id.cmp(&b.id));
@@ -215,16 +243,44 @@ impl ModelBuilder {
         }
         let offsets = self.offsets;
         let num_partitions = *offsets.last().unwrap_or(&0) as usize;
+        let racks = intern_racks(&specs, self.partition_racks, num_partitions);
         // stamp[p] == m + 1 while member m's claims are read: O(1) de-duplication.
         let mut stamp = vec![0u32; num_partitions];
         let mut subscribed = vec![false; self.topic_names.len()];
         let mut members = Vec::with_capacity(specs.len());
+        // Members with equal subscriptions share one sorted topic list: a group of 10,000
+        // members on 1,000 topics sorted and stored ten million ids otherwise. `last`:
+        // the previous member's list as given and as sorted.
+        let mut last: Option<(Topics, Topics)> = None;
+        let mut marked: Option<Topics> = None;
         for (m, spec) in specs.into_iter().enumerate() {
-            let mut topics = spec.topics;
-            topics.sort_unstable();
-            topics.dedup();
-            for &t in &topics {
-                subscribed[t as usize] = true;
+            let topics = match &last {
+                Some((raw, shared)) if Arc::ptr_eq(raw, &spec.topics) || *raw == spec.topics => {
+                    Arc::clone(shared)
+                }
+                _ => {
+                    let shared: Arc<[TopicId]> = if spec.topics.windows(2).all(|w| w[0] < w[1]) {
+                        Arc::clone(&spec.topics)
+                    } else {
+                        let mut sorted = spec.topics.to_vec();
+                        sorted.sort_unstable();
+                        sorted.dedup();
+                        sorted.into()
+                    };
+                    last = Some((Arc::clone(&spec.topics), Arc::clone(&shared)));
+                    shared
+                }
+            };
+            // `subscribed` marks the topics of `marked`, re-marked only when a member
+            // with claims has another list (members mostly share one).
+            if !spec.owned.is_empty() && !marked.as_ref().is_some_and(|k| Arc::ptr_eq(k, &topics)) {
+                for &t in marked.iter().flat_map(|k| k.iter()) {
+                    subscribed[t as usize] = false;
+                }
+                for &t in topics.iter() {
+                    subscribed[t as usize] = true;
+                }
+                marked = Some(Arc::clone(&topics));
             }
             let mut claims = Vec::with_capacity(spec.owned.len());
             let mut subscribed_claims = Vec::with_capacity(spec.owned.len());
@@ -244,9 +300,6 @@ impl ModelBuilder {
                     subscribed_claims.push(p);
                 }
             }
-            for &t in &topics {
-                subscribed[t as usize] = false;
-            }
             members.push(Member {
                 id: spec.id,
                 instance_id: spec.instance_id,
@@ -254,14 +307,68 @@ impl ModelBuilder {
                 claims,
                 subscribed_claims,
                 generation: spec.generation,
+                rack: spec.rack,
             });
         }
         Ok(GroupModel {
             topic_names: self.topic_names,
             offsets,
             members,
+            racks,
         })
     }
+}
+
+/// Rack names interned in sorted order; `None` when no member has a rack or no
+/// partition has one. `specs` are already in member-index order.
+fn intern_racks(
+    specs: &[MemberSpec],
+    partition_racks: Vec<(DenseId, Vec<String>)>,
+    num_partitions: usize,
+) -> Option<Racks> {
+    let member_has_rack = |s: &MemberSpec| s.rack.as_deref().is_some_and(|r| !r.is_empty());
+    if partition_racks.is_empty() || !specs.iter().any(member_has_rack) {
+        return None;
+    }
+    let mut names: Vec<String> = specs
+        .iter()
+        .filter(|s| member_has_rack(s))
+        .filter_map(|s| s.rack.clone())
+        .chain(partition_racks.iter().flat_map(|(_, r)| r.iter().cloned()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let index: FxHashMap<&str, RackId> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i as RackId))
+        .collect();
+    let member_rack = specs
+        .iter()
+        .map(|s| match s.rack.as_deref() {
+            Some(r) if !r.is_empty() => index[r],
+            _ => NO_RACK,
+        })
+        .collect();
+    let mut rows: Vec<Vec<RackId>> = vec![Vec::new(); num_partitions];
+    for (p, racks) in &partition_racks {
+        rows[*p as usize].extend(racks.iter().map(|r| index[r.as_str()]));
+    }
+    let mut starts = Vec::with_capacity(num_partitions + 1);
+    let mut ids = Vec::new();
+    starts.push(0u32);
+    for mut row in rows {
+        row.sort_unstable();
+        row.dedup();
+        ids.extend_from_slice(&row);
+        starts.push(ids.len() as u32);
+    }
+    Some(Racks {
+        names,
+        member_rack,
+        starts,
+        ids,
+    })
 }
 
 /// Per member: its assigned dense ids, ascending.
@@ -341,14 +448,14 @@ mod tests {
         let mut b = builder();
         b.push_member(MemberSpec {
             id: "m".into(),
-            topics: vec![1, 1],
+            topics: vec![1, 1].into(),
             owned: vec![(0, 1), (1, 2), (1, 2), (1, 7), (1, -1)],
             generation: 4,
             ..Default::default()
         });
         let model = b.build().unwrap();
         let m = &model.members[0];
-        assert_eq!(m.topics, vec![1]);
+        assert_eq!(&*m.topics, &[1]);
         assert_eq!(m.claims, vec![1, 4]);
         assert_eq!(m.subscribed_claims, vec![4]);
     }

@@ -64,12 +64,12 @@ mod tests {
         let mut b = ModelBuilder::new(vec![("a".into(), 3), ("b".into(), 2)]).unwrap();
         b.push_member(MemberSpec {
             id: "m1".into(),
-            topics: vec![0, 1],
+            topics: vec![0, 1].into(),
             ..Default::default()
         });
         b.push_member(MemberSpec {
             id: "m2".into(),
-            topics: vec![1],
+            topics: vec![1].into(),
             ..Default::default()
         });
         let plan = assign(&b.build().unwrap());

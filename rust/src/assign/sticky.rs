@@ -21,8 +21,19 @@
 //!
 //! Ties go to the lower member index (sorted member id) and are otherwise decided
 //! by dense partition id, never by input order.
+//!
+//! Racks (KIP-881), when [`rack_mode`] says they are worth it, change three things and
+//! never a quota: in homogeneous groups a member keeps only the owned partitions it is
+//! rack-local to (Java's `racksMismatch` rule; see [`release_foreign`]); the constrained path deals unowned partitions to
+//! rack-local members under quota before the plain round-robin (fewest local
+//! members first, as Java's `assignRackAwareRoundRobin`); the general path gives a
+//! partition to a rack-local subscriber only when one is among the least loaded, and
+//! its repair loop moves a partition local to the receiver, or foreign to the giver,
+//! before any other.
 
 use super::model::{collect, DenseId, GroupModel, MemberIdx, Plan, UNOWNED};
+use super::rack::{RackId, Racks};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -58,20 +69,72 @@ pub fn sticky_owners(model: &GroupModel) -> Vec<MemberIdx> {
     if model.members.is_empty() {
         return vec![UNOWNED; model.num_partitions()];
     }
-    let previous = resolve_previous_owners(model);
+    let mut previous = resolve_previous_owners(model);
+    let racks = rack_mode(model);
     let first = &model.members[0].topics;
-    if model.members.iter().all(|m| &m.topics == first) {
-        constrained(model, previous)
+    let homogeneous = model.members.iter().all(|m| &m.topics == first);
+    let released = racks.map(|r| release_foreign(r, &mut previous, homogeneous));
+    let racks = racks.zip(released.as_deref());
+    if homogeneous {
+        constrained(model, previous, racks)
     } else {
-        general(model, previous)
+        general(model, previous, racks)
     }
+}
+
+/// Rack data as the sticky paths use it: the racks, and per partition the member
+/// whose claim [`release_foreign`] dropped ([`UNOWNED`] for the others).
+pub type RackView<'a> = (&'a Racks, &'a [MemberIdx]);
+
+/// Java's rule: a member keeps only partitions it is rack-local to (`racksMismatch`),
+/// here for homogeneous groups (`release`) only. Unlike Java, the dropped claims are
+/// remembered: a partition no rack-local member has room for goes back to its owner
+/// rather than to whoever the plain dealing reaches. Heterogeneous groups keep
+/// every claim, also unlike Java: there the least-loaded placement is not anchored to
+/// the previous round, so released partitions wandered from round to round (a
+/// third of random racked groups needed 3 or more rounds to settle); keeping them
+/// makes every result a fixed point, and locality still improves whenever balance
+/// moves partitions (the repair loop moves foreign ones first).
+pub fn release_foreign(racks: &Racks, previous: &mut [MemberIdx], release: bool) -> Vec<MemberIdx> {
+    let mut released = vec![UNOWNED; previous.len()];
+    if !release {
+        return released;
+    }
+    for (p, m) in previous.iter_mut().enumerate() {
+        if *m != UNOWNED && racks.mismatch(*m, p as DenseId) {
+            released[p] = std::mem::replace(m, UNOWNED);
+        }
+    }
+    released
+}
+
+/// The racks, when Java's sticky `RackInfo` would use them: over all members and
+/// the partitions of every subscribed topic (see [`Racks::worth_using`]).
+pub fn rack_mode(model: &GroupModel) -> Option<&Racks> {
+    let racks = model.racks.as_ref()?;
+    let mut subscribed = vec![false; model.num_topics()];
+    for member in &model.members {
+        for &t in member.topics.iter() {
+            subscribed[t as usize] = true;
+        }
+    }
+    let partitions = (0..model.num_topics() as u32)
+        .filter(|&t| subscribed[t as usize])
+        .flat_map(|t| model.partitions_of(t));
+    racks
+        .worth_using(0..model.num_members() as MemberIdx, partitions)
+        .then_some(racks)
 }
 
 pub fn assign(model: &GroupModel) -> Plan {
     collect(&sticky_owners(model), model.num_members())
 }
 
-fn constrained(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
+fn constrained(
+    model: &GroupModel,
+    previous: Vec<MemberIdx>,
+    racks: Option<RackView<'_>>,
+) -> Vec<MemberIdx> {
     let members = model.num_members();
     let topics = &model.members[0].topics;
     let subscribed = || topics.iter().flat_map(|&t| model.partitions_of(t));
@@ -110,6 +173,30 @@ fn constrained(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
             unassigned.push(p);
         }
     }
+    if let Some((racks, released)) = racks {
+        let mut extra_left = rack_fill(
+            racks,
+            &mut owner,
+            &mut count,
+            &mut unassigned,
+            min_quota,
+            extra_left,
+        );
+        // no local member had room: back to the owner whose claim racks released
+        for &p in &unassigned {
+            let m = released[p as usize];
+            if m == UNOWNED {
+                continue;
+            }
+            let c = &mut count[m as usize];
+            if *c < min_quota || (*c == min_quota && extra_left > 0) {
+                extra_left -= usize::from(*c == min_quota);
+                *c += 1;
+                owner[p as usize] = m;
+            }
+        }
+        unassigned.retain(|&p| owner[p as usize] == UNOWNED);
+    }
 
     let mut next = 0usize;
     // Round-robin up to the minimum quota, so each topic spreads over the members.
@@ -141,7 +228,154 @@ fn constrained(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
     owner
 }
 
-fn general(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
+/// Deals unowned partitions to rack-local members up to their quota: below
+/// `min_quota` first, then one over it while `extra_left` members may still be.
+/// Partitions with the fewest local members go first; each goes to the rack (of its
+/// replicas) with the most members still under quota, to its longest-waiting member.
+/// What finds no local member stays in `unassigned`. Returns the extra slots left.
+fn rack_fill(
+    racks: &Racks,
+    owner: &mut [MemberIdx],
+    count: &mut [usize],
+    unassigned: &mut Vec<DenseId>,
+    min_quota: usize,
+    mut extra_left: usize,
+) -> usize {
+    let by_rack = racks.members_by_rack(0..count.len() as MemberIdx);
+    let queue = |keep: &dyn Fn(usize) -> bool| -> Vec<VecDeque<MemberIdx>> {
+        by_rack
+            .iter()
+            .map(|ms| {
+                ms.iter()
+                    .copied()
+                    .filter(|&m| keep(count[m as usize]))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut under = queue(&|c| c < min_quota);
+    let mut at_min = queue(&|c| c == min_quota);
+    let mut order: Vec<(usize, DenseId)> = unassigned
+        .iter()
+        .map(|&p| {
+            let local: usize = racks
+                .of_partition(p)
+                .iter()
+                .map(|&r| by_rack[r as usize].len())
+                .sum();
+            (local, p)
+        })
+        .collect();
+    order.sort_unstable();
+    let fullest = |queues: &[VecDeque<MemberIdx>], rows: &[RackId]| {
+        rows.iter()
+            .copied()
+            .filter(|&r| !queues[r as usize].is_empty())
+            .max_by_key(|&r| (queues[r as usize].len(), Reverse(r)))
+    };
+    for (_, p) in order {
+        let rows = racks.of_partition(p);
+        if let Some(r) = fullest(&under, rows) {
+            let m = under[r as usize].pop_front().expect("non-empty");
+            owner[p as usize] = m;
+            count[m as usize] += 1;
+            if count[m as usize] < min_quota {
+                under[r as usize].push_back(m);
+            } else {
+                at_min[r as usize].push_back(m);
+            }
+        } else if extra_left > 0 {
+            if let Some(r) = fullest(&at_min, rows) {
+                let m = at_min[r as usize].pop_front().expect("non-empty");
+                owner[p as usize] = m;
+                count[m as usize] += 1;
+                extra_left -= 1;
+            }
+        }
+    }
+    unassigned.retain(|&p| owner[p as usize] == UNOWNED);
+    extra_left
+}
+
+/// The least loaded subscriber in a lazily updated heap: entries whose load is no
+/// longer the member's are dropped on the way.
+fn least(
+    heap: &mut BinaryHeap<Reverse<(u32, MemberIdx)>>,
+    load: &[u32],
+) -> Option<(u32, MemberIdx)> {
+    while let Some(&Reverse((l, m))) = heap.peek() {
+        if load[m as usize] == l {
+            return Some((l, m));
+        }
+        heap.pop();
+    }
+    None
+}
+
+/// Placement of topic `t`'s unowned partitions when racks count: the least loaded
+/// subscriber, unless a rack-local one is just as little loaded, or else the owner
+/// whose claim was released for racks is.
+fn place_with_racks(
+    (racks, released): RackView<'_>,
+    subscribers: &[MemberIdx],
+    range: std::ops::Range<DenseId>,
+    owner: &mut [MemberIdx],
+    load: &mut [u32],
+) {
+    let mut all: BinaryHeap<Reverse<(u32, MemberIdx)>> = BinaryHeap::new();
+    let mut by_rack: FxHashMap<RackId, BinaryHeap<Reverse<(u32, MemberIdx)>>> =
+        FxHashMap::default();
+    for &m in subscribers {
+        all.push(Reverse((load[m as usize], m)));
+        let r = racks.of_member(m);
+        if r != super::rack::NO_RACK {
+            by_rack
+                .entry(r)
+                .or_default()
+                .push(Reverse((load[m as usize], m)));
+        }
+    }
+    for p in range {
+        if owner[p as usize] != UNOWNED {
+            continue;
+        }
+        let (lowest, fallback) = least(&mut all, load).expect("a subscribed topic has subscribers");
+        let mut chosen = fallback;
+        let mut best: Option<MemberIdx> = None;
+        for r in racks.of_partition(p) {
+            if let Some(heap) = by_rack.get_mut(r) {
+                if let Some((l, m)) = least(heap, load) {
+                    if l == lowest && best.is_none_or(|b| m < b) {
+                        best = Some(m);
+                    }
+                }
+            }
+        }
+        let before = released[p as usize];
+        if let Some(m) = best {
+            chosen = m;
+        } else if before != UNOWNED
+            && load[before as usize] == lowest
+            && subscribers.binary_search(&before).is_ok()
+        {
+            chosen = before;
+        }
+        owner[p as usize] = chosen;
+        load[chosen as usize] += 1;
+        let entry = Reverse((load[chosen as usize], chosen));
+        all.push(entry);
+        let r = racks.of_member(chosen);
+        if r != super::rack::NO_RACK {
+            by_rack.get_mut(&r).expect("built above").push(entry);
+        }
+    }
+}
+
+pub fn general(
+    model: &GroupModel,
+    previous: Vec<MemberIdx>,
+    racks: Option<RackView<'_>>,
+) -> Vec<MemberIdx> {
     let subscribers = model.subscribers();
     let mut owner = previous.clone();
     let mut load = vec![0u32; model.num_members()];
@@ -161,6 +395,11 @@ fn general(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
     topic_order.sort_unstable_by_key(|&t| (subscribers[t as usize].len(), t));
 
     for &t in &topic_order {
+        if let Some(view) = racks {
+            let subs = &subscribers[t as usize];
+            place_with_racks(view, subs, model.partitions_of(t), &mut owner, &mut load);
+            continue;
+        }
         let mut heap: BinaryHeap<Reverse<(u32, MemberIdx)>> = subscribers[t as usize]
             .iter()
             .map(|&m| Reverse((load[m as usize], m)))
@@ -201,7 +440,17 @@ fn general(model: &GroupModel, previous: Vec<MemberIdx>) -> Vec<MemberIdx> {
                 if load[giver as usize] < load[receiver as usize] + 2 {
                     break;
                 }
-                let victim = pick_victim(&owner, &retained, giver, range.clone());
+                let victim = match racks {
+                    None => pick_victim(&owner, &retained, giver, range.clone()),
+                    Some((racks, _)) => pick_victim_with_racks(
+                        racks,
+                        &owner,
+                        &retained,
+                        giver,
+                        receiver,
+                        range.clone(),
+                    ),
+                };
                 owner[victim as usize] = receiver;
                 retained[victim as usize] = previous[victim as usize] == receiver;
                 load[giver as usize] -= 1;
@@ -232,6 +481,34 @@ fn pick_victim(
     fallback.expect("the giver holds a partition of this topic")
 }
 
+/// [`pick_victim`] when racks count: among the giver's partitions of the range, one
+/// newly placed before a retained one, then one local to the receiver, then one
+/// foreign to the giver; highest id first among equals.
+fn pick_victim_with_racks(
+    racks: &Racks,
+    owner: &[MemberIdx],
+    retained: &[bool],
+    giver: MemberIdx,
+    receiver: MemberIdx,
+    range: std::ops::Range<DenseId>,
+) -> DenseId {
+    let mut best: Option<((bool, bool, bool), DenseId)> = None;
+    for p in range.rev() {
+        if owner[p as usize] != giver {
+            continue;
+        }
+        let key = (
+            retained[p as usize],
+            !racks.local(receiver, p),
+            racks.local(giver, p),
+        );
+        if best.is_none_or(|(k, _)| key < k) {
+            best = Some((key, p));
+        }
+    }
+    best.expect("the giver holds a partition of this topic").1
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::invariants::{check_balanced, check_valid, groups, next_round};
@@ -244,7 +521,7 @@ mod tests {
         for m in 0..members {
             b.push_member(MemberSpec {
                 id: format!("m{m}"),
-                topics: vec![0],
+                topics: vec![0].into(),
                 owned: owned
                     .get(m)
                     .map(|o| o.iter().map(|&p| (0, p)).collect())
@@ -278,7 +555,7 @@ mod tests {
         for (id, generation) in [("a", 3), ("b", 3), ("c", 5)] {
             b.push_member(MemberSpec {
                 id: id.into(),
-                topics: vec![0],
+                topics: vec![0].into(),
                 owned: if id == "c" {
                     vec![(0, 1)]
                 } else {
@@ -345,7 +622,7 @@ mod bench {
         // imbalanced: every survivor heterogeneous by dropping one topic from half of them
         let mut imbalanced = next_round(&existing, &plan, 2);
         for m in imbalanced.members.iter_mut().step_by(2) {
-            m.topics.pop();
+            m.topics = m.topics[..m.topics.len().saturating_sub(1)].into();
         }
         time("imbalanced (general path)", || assign(&imbalanced));
     }

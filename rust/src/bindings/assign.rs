@@ -2,7 +2,8 @@
 //! and out): read the input, run the algorithm without the GIL, build the result.
 
 use super::assign_input::{
-    as_dict, log_warning, member_from_view, read_subscription_objects, read_topics, Ownership,
+    as_dict, log_warning, member_from_view, read_partition_racks, read_subscription_objects,
+    read_topics, Ownership,
 };
 use super::errors::{from_assign_error, invalid_input, invalid_payload, py_repr};
 use super::tuple_maker::PairMaker;
@@ -24,8 +25,10 @@ fn run(py: Python<'_>, algorithm: Algorithm, model: &GroupModel) -> Plan {
     py.detach(|| algorithm.run(model))
 }
 
-/// `assign(kind, partitions_per_topic, subscriptions, topic_partition_type, assignment_type)`
+/// `assign(kind, partitions_per_topic, subscriptions, topic_partition_type, assignment_type,
+/// partition_racks=None)`
 #[pyfunction]
+#[pyo3(signature = (kind, partitions_per_topic, subscriptions, topic_partition_type, assignment_type, partition_racks=None))]
 pub fn assign<'py>(
     py: Python<'py>,
     kind: &str,
@@ -33,12 +36,14 @@ pub fn assign<'py>(
     subscriptions: &Bound<'py, PyAny>,
     topic_partition_type: &Bound<'py, PyType>,
     assignment_type: &Bound<'py, PyAny>,
+    partition_racks: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let algorithm = algorithm(py, kind)?;
     let topics = as_dict(partitions_per_topic, "partitions_per_topic")?;
     let subscriptions = as_dict(subscriptions, "subscriptions")?;
     let (mut builder, names) = read_topics(&topics)?;
     let ids = read_subscription_objects(&mut builder, &subscriptions, Ownership::of(algorithm))?;
+    read_partition_racks(&mut builder, partition_racks)?;
     let model = builder.build().map_err(|e| from_assign_error(py, &e))?;
     let plan = run(py, algorithm, &model);
 
@@ -74,15 +79,17 @@ pub fn assign<'py>(
     Ok(result)
 }
 
-/// `assign_encoded(kind, partitions_per_topic, subscriptions, group_instance_ids=None)`
+/// `assign_encoded(kind, partitions_per_topic, subscriptions, group_instance_ids=None,
+/// partition_racks=None)`
 #[pyfunction]
-#[pyo3(signature = (kind, partitions_per_topic, subscriptions, group_instance_ids=None))]
+#[pyo3(signature = (kind, partitions_per_topic, subscriptions, group_instance_ids=None, partition_racks=None))]
 pub fn assign_encoded<'py>(
     py: Python<'py>,
     kind: &str,
     partitions_per_topic: &Bound<'py, PyAny>,
     subscriptions: &Bound<'py, PyAny>,
     group_instance_ids: Option<&Bound<'py, PyAny>>,
+    partition_racks: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let algorithm = algorithm(py, kind)?;
     let ownership = Ownership::of(algorithm);
@@ -96,7 +103,7 @@ pub fn assign_encoded<'py>(
     // member id -> (the caller's key object, the version its assignment is written at)
     let mut replies = rustc_hash::FxHashMap::default();
     let mut specs = Vec::with_capacity(subscriptions.len());
-    let mut previous_topics = (Vec::new(), Vec::new());
+    let mut previous_topics = (Vec::new(), std::sync::Arc::from(Vec::new()));
     for (member_id, payload) in subscriptions.iter() {
         let member_id = member_id
             .cast_into::<PyString>()
@@ -134,6 +141,7 @@ pub fn assign_encoded<'py>(
     for spec in specs {
         builder.push_member(spec);
     }
+    read_partition_racks(&mut builder, partition_racks)?;
     let model = builder.build().map_err(|e| from_assign_error(py, &e))?;
     let plan = run(py, algorithm, &model);
 

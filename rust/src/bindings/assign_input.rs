@@ -9,8 +9,9 @@ use crate::consumer_protocol::{
 };
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFrozenSet, PySet, PyString, PyTuple};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// Where an algorithm reads previous ownership from (see `OwnershipSource` in Python).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -132,18 +133,24 @@ pub fn read_subscription_objects<'py>(
             id: id.clone(),
             ..Default::default()
         };
+        let mut topics = Vec::new();
         for topic in sub.getattr(intern!(py, "topics"))?.try_iter()? {
             let topic = topic?;
             let topic = topic
                 .cast::<PyString>()
                 .map_err(|_| invalid_input(py, format!("topics of {id:?} must be str")))?;
             if let Some(t) = lookup.get(topic)? {
-                spec.topics.push(t);
+                topics.push(t);
             }
         }
+        spec.topics = topics.into();
         let instance = sub.getattr(intern!(py, "group_instance_id"))?;
         if !instance.is_none() {
             spec.instance_id = Some(instance.extract()?);
+        }
+        let rack = sub.getattr(intern!(py, "rack_id"))?;
+        if !rack.is_none() {
+            spec.rack = Some(rack.extract()?);
         }
         if ownership != Ownership::None {
             read_owned_objects(&mut lookup, &sub, ownership, &mut spec)?;
@@ -325,18 +332,18 @@ pub fn member_from_view(
     id: String,
     view: &SubscriptionView<'_>,
     ownership: Ownership,
-    previous_topics: &mut (Vec<u8>, Vec<TopicId>),
+    previous_topics: &mut (Vec<u8>, Arc<[TopicId]>),
 ) -> (MemberSpec, Option<String>) {
     let topics = if previous_topics.0 == view.topics_bytes {
         previous_topics.1.clone()
     } else {
         let mut hint = None;
-        let topics: Vec<TopicId> = view
+        let topics: Arc<[TopicId]> = view
             .topics
             .iter()
             .filter_map(|t| builder.topic_id_near(t, &mut hint))
             .collect();
-        *previous_topics = (view.topics_bytes.to_vec(), topics.clone());
+        *previous_topics = (view.topics_bytes.to_vec(), Arc::clone(&topics));
         topics
     };
     let mut spec = MemberSpec {
@@ -345,6 +352,7 @@ pub fn member_from_view(
         topics,
         owned: Vec::new(),
         generation: view.generation_id,
+        rack: view.rack_id.map(str::to_owned),
     };
     let has_owned = !view.owned_partitions.is_empty();
     if ownership != Ownership::None {
@@ -355,4 +363,64 @@ pub fn member_from_view(
         return (spec, warning);
     }
     (spec, None)
+}
+
+/// Reads `partition_racks` ({(topic, partition): set of rack ids}, KIP-881) into
+/// `builder`, refusing what the reference's `read_partition_racks`
+/// (python/groupcoord/reference/assign/rack.py) refuses, worded alike. Entries of
+/// unknown topics or partitions out of range are ignored, as metadata the group
+/// cannot see would be.
+pub fn read_partition_racks(
+    builder: &mut ModelBuilder,
+    partition_racks: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let Some(obj) = partition_racks.filter(|o| !o.is_none()) else {
+        return Ok(());
+    };
+    let py = obj.py();
+    let racks = as_dict(obj, "partition_racks")?;
+    let mut names: FxHashMap<usize, Option<TopicId>> = FxHashMap::default();
+    for (key, value) in racks.iter() {
+        let Some((topic, partition)) = owned_claim(&key)? else {
+            return Err(invalid_input(
+                py,
+                format!(
+                    "partition_racks keys must be (str, int32) pairs, got {}",
+                    py_repr(&key)
+                ),
+            ));
+        };
+        let bad_value = || {
+            invalid_input(
+                py,
+                format!(
+                    "racks of {} must be a set or frozenset of str, got {}",
+                    py_repr(&key),
+                    py_repr(&value)
+                ),
+            )
+        };
+        if !(value.is_instance_of::<PySet>() || value.is_instance_of::<PyFrozenSet>()) {
+            return Err(bad_value());
+        }
+        let mut rack_names = Vec::with_capacity(value.len()?);
+        for rack in value.try_iter()? {
+            let rack = rack?;
+            let rack = rack.cast::<PyString>().map_err(|_| bad_value())?;
+            rack_names.push(rack.to_str()?.to_owned());
+        }
+        let address = topic.as_ptr() as usize;
+        let t = match names.get(&address) {
+            Some(&t) => t,
+            None => {
+                let t = builder.topic_id(topic.to_str()?);
+                names.insert(address, t);
+                t
+            }
+        };
+        if let Some(t) = t {
+            builder.add_partition_racks(t, i64::from(partition), rack_names);
+        }
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 
 mod assign;
 mod assign_input;
+mod assign_server;
 mod errors;
 mod group_memo;
 mod tuple_maker;
@@ -15,6 +16,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
+    m.add_function(wrap_pyfunction!(assign_server::assign_server, m)?)?;
     timer::register(m)?;
     Ok(())
 }

@@ -13,18 +13,23 @@ from groupcoord.reference.assign.model import (
     build_model,
     owned_claim,
 )
+from groupcoord.reference.assign.rack import Racks, read_partition_racks
 from groupcoord.reference.assign.range import assign_range
 from groupcoord.reference.assign.roundrobin import assign_roundrobin
 from groupcoord.reference.assign.sticky import assign_sticky
+from groupcoord.reference.assign.uniform import assign_uniform
 
 __all__ = [
     "GroupModel",
     "MemberInput",
     "OwnershipSource",
+    "Racks",
     "assign_cooperative_sticky",
     "assign_range",
     "assign_roundrobin",
     "assign_sticky",
+    "assign_uniform",
     "build_model",
     "owned_claim",
+    "read_partition_racks",
 ]

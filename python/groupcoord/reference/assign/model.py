@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from groupcoord.errors import InvalidAssignorInput
+from groupcoord.reference.assign.rack import Racks, intern_racks
 
 # Kafka partition counts are int32 on the wire.
 MAX_PARTITIONS_PER_TOPIC = 2**31 - 1
@@ -44,6 +45,8 @@ class MemberInput:
     owned: Sequence[tuple[str, int]]
     generation: int = -1
     group_instance_id: str | None = None
+    #: Subscription v3 ``rack_id``; None and ``""`` both mean no rack (as in Java)
+    rack: str | None = None
 
 
 @dataclass(slots=True)
@@ -59,6 +62,8 @@ class GroupModel:
     #: per member: the subset of ``claims`` on topics the member still subscribes to
     subscribed_claims: list[list[int]]
     generations: list[int]
+    #: KIP-881 rack data; None unless some member and some partition have a rack
+    racks: Racks | None = None
 
     @property
     def num_partitions(self) -> int:
@@ -67,6 +72,13 @@ class GroupModel:
     @property
     def num_members(self) -> int:
         return len(self.member_ids)
+
+    @property
+    def num_topics(self) -> int:
+        return len(self.topic_names)
+
+    def partitions_of(self, t: int) -> range:
+        return range(self.offsets[t], self.offsets[t + 1])
 
     def topic_of(self, dense: int) -> int:
         """The topic id of a dense partition id (binary search over ``offsets``)."""
@@ -114,13 +126,16 @@ def validate_partitions_per_topic(partitions_per_topic: Mapping[str, int]) -> li
 
 
 def build_model(
-    partitions_per_topic: Mapping[str, int], members: Sequence[MemberInput]
+    partitions_per_topic: Mapping[str, int],
+    members: Sequence[MemberInput],
+    partition_racks: Sequence[tuple[str, int, list[str]]] = (),
 ) -> GroupModel:
     """Intern topics and members; drop what Kafka's assignors ignore.
 
     Subscriptions to topics missing from ``partitions_per_topic`` are skipped (the
     Java assignors log and skip them too); owned partitions of missing topics or
-    outside a topic's range are ignored.
+    outside a topic's range are ignored, and so are such ``partition_racks`` entries
+    (``(topic, partition, racks)``, from ``rack.read_partition_racks``).
     """
     names = validate_partitions_per_topic(partitions_per_topic)
     topic_index = {name: t for t, name in enumerate(names)}
@@ -162,7 +177,13 @@ def build_model(
         claims.append(mine)
         subscribed_claims.append(mine_subscribed)
 
+    dense_racks = [
+        (offsets[topic_index[topic]] + partition, racks)
+        for topic, partition, racks in partition_racks
+        if topic in topic_index and racks and 0 <= partition < partitions_per_topic[topic]
+    ]
     return GroupModel(
+        racks=intern_racks([m.rack for m in ordered], dense_racks, offsets[-1]),
         topic_names=names,
         offsets=offsets,
         member_ids=[m.member_id for m in ordered],

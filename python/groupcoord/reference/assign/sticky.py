@@ -10,7 +10,7 @@ The pipeline, the same step for step in ``rust/src/assign/sticky.rs``:
    keeps up to its quota (``P // M``, plus one for ``P % M`` of them) of what it
    owned, and the rest are dealt round-robin to members under quota. Balanced to
    ``max - min <= 1`` in O(P + M).
-3. Otherwise ``_general``: members keep everything they owned; unowned partitions
+3. Otherwise ``general``: members keep everything they owned; unowned partitions
    go, most-constrained topic first, to the least-loaded subscriber; then a repair
    loop moves a partition of topic ``t`` from its most-loaded holder to its
    least-loaded subscriber while the two differ by two or more. At the fixed point
@@ -20,6 +20,16 @@ The pipeline, the same step for step in ``rust/src/assign/sticky.rs``:
 
 Ties are broken by member index (sorted member id) and dense partition id, never by
 dict order, so the output is deterministic.
+
+Racks (KIP-881), when :func:`rack_mode` says they are worth it, change three things and
+never a quota: in homogeneous groups a member keeps only the owned partitions it is
+rack-local to (Java's ``racksMismatch`` rule; a dropped claim goes back to its owner when no
+rack-local member has room, unlike Java; heterogeneous groups keep every claim, unlike Java,
+so that results are fixed points); the constrained path deals unowned partitions to
+rack-local members under quota before the plain round-robin (fewest local members first, as Java's
+``assignRackAwareRoundRobin``); the general path gives a partition to a rack-local
+subscriber only when one is among the least loaded, and its repair loop moves a partition
+local to the receiver, or foreign to the giver, before any other.
 """
 
 from __future__ import annotations
@@ -28,6 +38,10 @@ import heapq
 from collections import deque
 
 from groupcoord.reference.assign.model import GroupModel
+from groupcoord.reference.assign.rack import NO_RACK, Racks
+
+#: the racks and, per partition, the member whose claim ``release_foreign`` dropped
+RackView = tuple[Racks, list[int]]
 
 UNOWNED = -1
 
@@ -56,10 +70,39 @@ def sticky_owners(model: GroupModel) -> list[int]:
     if model.num_members == 0:
         return [UNOWNED] * model.num_partitions
     previous = resolve_previous_owners(model)
+    racks = rack_mode(model)
     first = model.member_topics[0]
-    if all(topics == first for topics in model.member_topics):
-        return _constrained(model, previous)
-    return _general(model, previous)
+    homogeneous = all(topics == first for topics in model.member_topics)
+    view = None if racks is None else (racks, release_foreign(racks, previous, homogeneous))
+    if homogeneous:
+        return _constrained(model, previous, view)
+    return general(model, previous, view)
+
+
+def rack_mode(model: GroupModel) -> Racks | None:
+    """The racks, when Java's sticky ``RackInfo`` would use them: over all members and the
+    partitions of every subscribed topic."""
+    racks = model.racks
+    if racks is None:
+        return None
+    subscribed = sorted({t for topics in model.member_topics for t in topics})
+    partitions = [p for t in subscribed for p in model.partitions_of(t)]
+    return racks if racks.worth_using(range(model.num_members), partitions) else None
+
+
+def release_foreign(racks: Racks, previous: list[int], release: bool) -> list[int]:
+    """Drops (in place) the claims of members not rack-local to the partition, when
+    ``release`` (homogeneous groups; heterogeneous ones keep every claim, see
+    ``release_foreign`` in rust/src/assign/sticky.rs); returns per partition the member
+    whose claim was dropped, ``UNOWNED`` for the others."""
+    released = [UNOWNED] * len(previous)
+    if not release:
+        return released
+    for p, m in enumerate(previous):
+        if m != UNOWNED and racks.mismatch(m, p):
+            released[p] = m
+            previous[p] = UNOWNED
+    return released
 
 
 def assign_sticky(model: GroupModel) -> list[list[int]]:
@@ -79,7 +122,7 @@ def _subscribed_partitions(model: GroupModel, topics: list[int]) -> list[int]:
     return [p for t in topics for p in range(model.offsets[t], model.offsets[t + 1])]
 
 
-def _constrained(model: GroupModel, previous: list[int]) -> list[int]:
+def _constrained(model: GroupModel, previous: list[int], view: RackView | None) -> list[int]:
     members = model.num_members
     partitions = _subscribed_partitions(model, model.member_topics[0])
     min_quota, extra = divmod(len(partitions), members)
@@ -103,6 +146,20 @@ def _constrained(model: GroupModel, previous: list[int]) -> list[int]:
         count[m] = keep
 
     unassigned = [p for p in partitions if owner[p] == UNOWNED]
+    if view is not None:
+        racks, released = view
+        extra_left = _rack_fill(racks, owner, count, unassigned, min_quota, extra_left)
+        # no local member had room: back to the owner whose claim racks released
+        for p in unassigned:
+            m = released[p]
+            if m == UNOWNED:
+                continue
+            if count[m] < min_quota or (count[m] == min_quota and extra_left > 0):
+                if count[m] == min_quota:
+                    extra_left -= 1
+                count[m] += 1
+                owner[p] = m
+        unassigned = [p for p in unassigned if owner[p] == UNOWNED]
     next_free = 0
     # Round-robin up to the minimum quota, so each topic spreads over the members.
     under = deque(m for m in range(members) if count[m] < min_quota)
@@ -125,7 +182,104 @@ def _constrained(model: GroupModel, previous: list[int]) -> list[int]:
     return owner
 
 
-def _general(model: GroupModel, previous: list[int]) -> list[int]:
+def _rack_fill(
+    racks: Racks,
+    owner: list[int],
+    count: list[int],
+    unassigned: list[int],
+    min_quota: int,
+    extra_left: int,
+) -> int:
+    """Deals ``unassigned`` partitions (in place) to rack-local members up to their quota:
+    below ``min_quota`` first, then one over it while ``extra_left`` allows. Fewest local
+    members first; each to the rack (of its replicas) with the most members still under
+    quota, to its longest-waiting member. Returns the extra slots left."""
+    by_rack = racks.members_by_rack(range(len(count)))
+    under = [deque(m for m in ms if count[m] < min_quota) for ms in by_rack]
+    at_min = [deque(m for m in ms if count[m] == min_quota) for ms in by_rack]
+    order = sorted((sum(len(by_rack[r]) for r in racks.rows[p]), p) for p in unassigned)
+
+    def fullest(queues: list[deque[int]], rows: tuple[int, ...]) -> int | None:
+        candidates = [r for r in rows if queues[r]]
+        if not candidates:
+            return None
+        return max(candidates, key=lambda r: (len(queues[r]), -r))
+
+    for _, p in order:
+        rows = racks.rows[p]
+        r = fullest(under, rows)
+        if r is not None:
+            m = under[r].popleft()
+            owner[p] = m
+            count[m] += 1
+            (under if count[m] < min_quota else at_min)[r].append(m)
+        elif extra_left > 0:
+            r = fullest(at_min, rows)
+            if r is not None:
+                m = at_min[r].popleft()
+                owner[p] = m
+                count[m] += 1
+                extra_left -= 1
+    unassigned[:] = [p for p in unassigned if owner[p] == UNOWNED]
+    return extra_left
+
+
+def _least(heap: list[tuple[int, int]], load: list[int]) -> tuple[int, int] | None:
+    """The least loaded entry of a lazily updated heap; stale entries are dropped."""
+    while heap:
+        entry = heap[0]
+        if load[entry[1]] == entry[0]:
+            return entry
+        heapq.heappop(heap)
+    return None
+
+
+def _place_with_racks(
+    view: RackView,
+    subscribers: list[int],
+    lo: int,
+    hi: int,
+    owner: list[int],
+    load: list[int],
+) -> None:
+    """Unowned partitions of [lo, hi) to the least loaded subscriber, unless a rack-local
+    one is just as little loaded, or else the owner whose claim racks released is."""
+    racks, released = view
+    everyone = [(load[m], m) for m in subscribers]
+    heapq.heapify(everyone)
+    by_rack: dict[int, list[tuple[int, int]]] = {}
+    for m in subscribers:
+        r = racks.member_rack[m]
+        if r != NO_RACK:
+            heapq.heappush(by_rack.setdefault(r, []), (load[m], m))
+    for p in range(lo, hi):
+        if owner[p] != UNOWNED:
+            continue
+        top = _least(everyone, load)
+        assert top is not None, "a subscribed topic has subscribers"
+        lowest, chosen = top
+        best = -1
+        for r in racks.rows[p]:
+            heap = by_rack.get(r)
+            if heap is None:
+                continue
+            entry = _least(heap, load)
+            if entry is not None and entry[0] == lowest and (best < 0 or entry[1] < best):
+                best = entry[1]
+        before = released[p]
+        if best >= 0:
+            chosen = best
+        elif before != UNOWNED and load[before] == lowest and before in subscribers:
+            chosen = before
+        owner[p] = chosen
+        load[chosen] += 1
+        heapq.heappush(everyone, (load[chosen], chosen))
+        r = racks.member_rack[chosen]
+        if r != NO_RACK:
+            heapq.heappush(by_rack[r], (load[chosen], chosen))
+
+
+def general(model: GroupModel, previous: list[int], view: RackView | None) -> list[int]:
     subscribers = model.subscribers()
     offsets = model.offsets
     owner = list(previous)
@@ -143,6 +297,9 @@ def _general(model: GroupModel, previous: list[int]) -> list[int]:
         key=lambda t: (len(subscribers[t]), t),
     )
     for t in topic_order:
+        if view is not None:
+            _place_with_racks(view, subscribers[t], offsets[t], offsets[t + 1], owner, load)
+            continue
         heap = [(load[m], m) for m in subscribers[t]]
         heapq.heapify(heap)
         for p in range(offsets[t], offsets[t + 1]):
@@ -169,7 +326,12 @@ def _general(model: GroupModel, previous: list[int]) -> list[int]:
                         giver = o
                 if load[giver] - load[receiver] < 2:
                     break
-                victim = _pick_victim(owner, retained, giver, lo, hi)
+                if view is None:
+                    victim = _pick_victim(owner, retained, giver, lo, hi)
+                else:
+                    victim = _pick_victim_with_racks(
+                        view[0], owner, retained, giver, receiver, lo, hi
+                    )
                 owner[victim] = receiver
                 retained[victim] = 1 if previous[victim] == receiver else 0
                 load[giver] -= 1
@@ -188,3 +350,25 @@ def _pick_victim(owner: list[int], retained: bytearray, giver: int, lo: int, hi:
             if fallback < 0:
                 fallback = p
     return fallback
+
+
+def _pick_victim_with_racks(
+    racks: Racks,
+    owner: list[int],
+    retained: bytearray,
+    giver: int,
+    receiver: int,
+    lo: int,
+    hi: int,
+) -> int:
+    """``_pick_victim`` when racks count: newly placed before retained, then local to the
+    receiver, then foreign to the giver; highest id first among equals."""
+    best_key: tuple[bool, bool, bool] | None = None
+    best = -1
+    for p in range(hi - 1, lo - 1, -1):
+        if owner[p] != giver:
+            continue
+        key = (bool(retained[p]), not racks.local(receiver, p), racks.local(giver, p))
+        if best_key is None or key < best_key:
+            best_key, best = key, p
+    return best

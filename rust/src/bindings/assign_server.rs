@@ -1,0 +1,262 @@
+//! `_core.assign_server`: the KIP-848 server-side assignors (`uniform`, `range`) on
+//! members described by topic names and racks, sticky to the current target
+//! assignment; results as `{member_id: {topic: (partition, ...)}}`, a shape `current`
+//! is taken in, so a result can be passed back as the next `current`.
+
+use super::assign_input::{as_dict, read_partition_racks, read_topics};
+use super::errors::{from_assign_error, invalid_input, py_repr};
+use crate::assign::model::{MemberSpec, TopicId};
+use crate::assign::ServerAlgorithm;
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
+
+/// `assign_server(kind, partitions_per_topic, members, current=None, partition_racks=None)`
+#[pyfunction]
+#[pyo3(signature = (kind, partitions_per_topic, members, current=None, partition_racks=None))]
+pub fn assign_server<'py>(
+    py: Python<'py>,
+    kind: &str,
+    partitions_per_topic: &Bound<'py, PyAny>,
+    members: &Bound<'py, PyAny>,
+    current: Option<&Bound<'py, PyAny>>,
+    partition_racks: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let algorithm = ServerAlgorithm::from_name(kind)
+        .ok_or_else(|| invalid_input(py, format!("unknown server-side assignor {kind:?}")))?;
+    let topics = as_dict(partitions_per_topic, "partitions_per_topic")?;
+    let members = as_dict(members, "members")?;
+    let current = match current {
+        Some(obj) if !obj.is_none() => Some(as_dict(obj, "current")?),
+        _ => None,
+    };
+    let (mut builder, names) = read_topics(&topics)?;
+    let mut keys = rustc_hash::FxHashMap::default();
+    let mut specs = Vec::with_capacity(members.len());
+    // Members with equal subscriptions usually share one topics object (the coordinator
+    // interns them): resolve each object once, by address. `alive` holds every object
+    // seen, so no address is reused for another one while we read.
+    let mut resolved: rustc_hash::FxHashMap<usize, std::sync::Arc<[TopicId]>> =
+        rustc_hash::FxHashMap::default();
+    let mut alive = Vec::new();
+    for (member_id, member) in members.iter() {
+        let member_id = member_id
+            .cast_into::<PyString>()
+            .map_err(|_| invalid_input(py, "member ids must be str"))?;
+        let id = member_id.to_str()?.to_owned();
+        let mut spec = MemberSpec {
+            id: id.clone(),
+            ..Default::default()
+        };
+        let topics = member.getattr(intern!(py, "topics"))?;
+        let address = topics.as_ptr() as usize;
+        if let Some(ids) = resolved.get(&address) {
+            spec.topics = std::sync::Arc::clone(ids);
+        } else {
+            let mut ids = Vec::new();
+            for topic in topics.try_iter()? {
+                let topic = topic?;
+                let topic = topic
+                    .cast::<PyString>()
+                    .map_err(|_| invalid_input(py, format!("topics of {id:?} must be str")))?;
+                if let Some(t) = builder.topic_id(topic.to_str()?) {
+                    ids.push(t);
+                }
+            }
+            spec.topics = ids.into();
+            resolved.insert(address, std::sync::Arc::clone(&spec.topics));
+            alive.push(topics);
+        }
+        let rack = member.getattr(intern!(py, "rack"))?;
+        if !rack.is_none() {
+            spec.rack = Some(rack.extract()?);
+        }
+        let instance = member.getattr(intern!(py, "instance_id"))?;
+        if !instance.is_none() {
+            spec.instance_id = Some(instance.extract()?);
+        }
+        // range ignores the current assignment (as Kafka's), so it is not even read: at
+        // 10,000 members its million single-partition entries cost more than assigning
+        let current = current
+            .as_ref()
+            .filter(|_| algorithm != ServerAlgorithm::Range);
+        if let Some(current) = current {
+            if let Some(held) = current.get_item(&member_id)? {
+                read_held(&builder, &member_id, &held, &mut spec.owned)?;
+            }
+        }
+        specs.push(spec);
+        keys.insert(id, member_id);
+    }
+    for spec in specs {
+        builder.push_member(spec);
+    }
+    read_partition_racks(&mut builder, partition_racks)?;
+    let model = builder.build().map_err(|e| from_assign_error(py, &e))?;
+    let plan = py.detach(|| algorithm.run(&model));
+
+    let result = PyDict::new(py);
+    let mut runs = RunTuples::default();
+    for (member, partitions) in model.members.iter().zip(&plan) {
+        let assignment = PyDict::new(py);
+        let mut t = 0usize;
+        let mut start = 0usize;
+        // partitions are ascending: one tuple per run of the same topic
+        while start < partitions.len() {
+            while model.offsets[t + 1] <= partitions[start] {
+                t += 1;
+            }
+            let end = start
+                + partitions[start..]
+                    .iter()
+                    .take_while(|&&p| p < model.offsets[t + 1])
+                    .count();
+            let first = model.offsets[t];
+            let numbers = partitions[start..end].iter().map(|&p| p - first);
+            assignment.set_item(&names[t], runs.tuple(py, numbers, end - start)?)?;
+            start = end;
+        }
+        result.set_item(&keys[&member.id], assignment)?;
+    }
+    Ok(result)
+}
+
+/// Builds the partition tuples of a result, sharing what can be shared: a tuple is
+/// immutable, so every run `start..start + len` of consecutive partition numbers is one
+/// object however many (member, topic) pairs hold it, and every int is made once. Range
+/// at 10,000 members x 1,000 topics hands out a million single-partition runs that are
+/// a thousand distinct tuples.
+#[derive(Default)]
+struct RunTuples<'py> {
+    ints: Vec<Option<Bound<'py, PyAny>>>,
+    consecutive: rustc_hash::FxHashMap<(u32, usize), Bound<'py, PyTuple>>,
+}
+
+impl<'py> RunTuples<'py> {
+    fn int(&mut self, py: Python<'py>, number: u32) -> PyResult<Bound<'py, PyAny>> {
+        let n = number as usize;
+        if self.ints.len() <= n {
+            self.ints.resize(n + 1, None);
+        }
+        if let Some(i) = &self.ints[n] {
+            return Ok(i.clone());
+        }
+        let i = number.into_pyobject(py)?.into_any();
+        self.ints[n] = Some(i.clone());
+        Ok(i)
+    }
+
+    /// `numbers`: ascending partition numbers, `len` of them.
+    fn tuple(
+        &mut self,
+        py: Python<'py>,
+        numbers: impl Iterator<Item = u32> + Clone,
+        len: usize,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let mut it = numbers.clone();
+        let first = it.next().expect("runs are non-empty");
+        let last = it.last().unwrap_or(first);
+        let consecutive = (last - first) as usize + 1 == len;
+        if consecutive {
+            if let Some(t) = self.consecutive.get(&(first, len)) {
+                return Ok(t.clone());
+            }
+        }
+        let items = numbers
+            .map(|n| self.int(py, n))
+            .collect::<PyResult<Vec<_>>>()?;
+        let tuple = PyTuple::new(py, items)?;
+        if consecutive {
+            self.consecutive.insert((first, len), tuple.clone());
+        }
+        Ok(tuple)
+    }
+}
+
+/// An exact `int` that fits an int32, read without PyO3's conversion machinery; `None`
+/// for anything else (bools, other types, big ints), which the checked path then judges.
+fn exact_int32(obj: &Borrowed<'_, '_, PyAny>) -> Option<i32> {
+    // SAFETY: `obj` is a live object; PyLong_AsLongAndOverflow on an exact int reports
+    // overflow through `overflow` and never raises.
+    unsafe {
+        if ffi::PyLong_CheckExact(obj.as_ptr()) == 0 {
+            return None;
+        }
+        let mut overflow = 0;
+        let value = ffi::PyLong_AsLongAndOverflow(obj.as_ptr(), &mut overflow);
+        if overflow != 0 {
+            return None;
+        }
+        i32::try_from(value).ok()
+    }
+}
+
+/// One member's part of `current`: {topic: partitions}. Unknown topics and partitions
+/// out of range are ignored (topics get deleted, partitions never shrink); what is
+/// not a partition number is refused as the reference's `read_held` does.
+fn read_held(
+    builder: &crate::assign::model::ModelBuilder,
+    member_id: &Bound<'_, PyString>,
+    held: &Bound<'_, PyAny>,
+    out: &mut Vec<(TopicId, i64)>,
+) -> PyResult<()> {
+    let py = held.py();
+    let held = as_dict(held, "current assignments")?;
+    for (topic, partitions) in held.iter() {
+        let topic = topic.cast_into::<PyString>().map_err(|e| {
+            invalid_input(
+                py,
+                format!(
+                    "current assignment of {} must map topic names (str) to partitions, got {}",
+                    py_repr(member_id.as_any()),
+                    py_repr(&e.into_inner())
+                ),
+            )
+        })?;
+        let t = builder.topic_id(topic.to_str()?);
+        let refuse = |partition: &Bound<'_, PyAny>| {
+            invalid_input(
+                py,
+                format!(
+                    "partitions of {} in current must be int32, got {} in topic {}",
+                    py_repr(member_id.as_any()),
+                    py_repr(partition),
+                    py_repr(topic.as_any())
+                ),
+            )
+        };
+        // sized once: a million pushes through doublings touch twice the memory
+        out.reserve(partitions.len().unwrap_or(0));
+        let checked = |partition: &Bound<'_, PyAny>| -> PyResult<i32> {
+            let number = if partition.is_instance_of::<PyBool>() {
+                None
+            } else {
+                partition.extract::<i32>().ok()
+            };
+            number.ok_or_else(|| refuse(partition))
+        };
+        // Tuples (what assign_server returns, so what comes back as `current`) are read
+        // without new references and exact ints without PyO3's conversion: a million of
+        // them are most of the work when a 10,000-member group is reassigned.
+        if let Ok(tuple) = partitions.cast::<PyTuple>() {
+            for partition in tuple.iter_borrowed() {
+                let number = match exact_int32(&partition) {
+                    Some(number) => number,
+                    None => checked(&partition.to_owned())?,
+                };
+                if let Some(t) = t {
+                    out.push((t, i64::from(number)));
+                }
+            }
+        } else {
+            for partition in partitions.try_iter()? {
+                let number = checked(&partition?)?;
+                if let Some(t) = t {
+                    out.push((t, i64::from(number)));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,268 @@
+"""KIP-848 server-side assignors (``groupcoord.assignors.server``): uniform and range.
+
+Rust and the reference agree (with and without racks and a current assignment); results
+are valid, balanced, deterministic, and sticky when a member joins or leaves; racks never
+change balance; range is the classic range's output.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groupcoord import RangeAssignor as ClassicRange
+from groupcoord import Subscription, TopicPartition
+from groupcoord.assignors.server import (
+    RangeAssignor,
+    ServerAssignor,
+    ServerMember,
+    TargetAssignment,
+    UniformAssignor,
+)
+from groupcoord.errors import InvalidAssignorInput
+
+SERVER = [UniformAssignor, RangeAssignor]
+TP = TopicPartition
+Target = dict[str, dict[str, tuple[int, ...]]]
+
+
+@dataclass(frozen=True)
+class ServerGroup:
+    topics: dict[str, int]
+    members: dict[str, ServerMember]
+    current: dict[str, dict[str, list[int]]]
+    partition_racks: dict[TopicPartition, frozenset[str]]
+
+
+@st.composite
+def server_groups(
+    draw: st.DrawFn,
+    *,
+    max_members: int = 40,
+    max_topics: int = 8,
+    max_partitions: int = 40,
+    racks: bool | None = None,
+) -> ServerGroup:
+    rnd = random.Random(draw(st.integers(0, 2**64)))
+    topics = {
+        f"t{i}": rnd.randint(0, max_partitions) for i in range(draw(st.integers(1, max_topics)))
+    }
+    same = draw(st.booleans())
+    racked = draw(st.booleans()) if racks is None else racks
+    members = {}
+    for m in range(draw(st.integers(1, max_members))):
+        subscribed = list(topics) if same else [t for t in topics if rnd.random() < 0.5]
+        rack = rnd.choice(["r0", "r1", "r2", None]) if racked else None
+        instance = f"i{rnd.randrange(100)}-{m}" if rnd.random() < 0.2 else None
+        members[f"m{rnd.randrange(10**6):06d}-{m}"] = ServerMember(subscribed, rack, instance)
+    # a current assignment: each partition held by at most one random member (some by none)
+    current: dict[str, dict[str, list[int]]] = {}
+    ids = [*members, "gone"]
+    for t, n in topics.items():
+        for p in range(n):
+            if rnd.random() < 0.6:
+                current.setdefault(rnd.choice(ids), {}).setdefault(t, []).append(p)
+    partition_racks = {}
+    if racked:
+        for t, n in topics.items():
+            for p in range(n):
+                partition_racks[TP(t, p)] = frozenset(
+                    r for r in ("r0", "r1", "r2", "r3") if rnd.random() < 0.4
+                )
+    return ServerGroup(topics, members, current, partition_racks)
+
+
+def run(cls: type[ServerAssignor], g: ServerGroup, backend: str = "rust", **kw: Any) -> Target:
+    kw.setdefault("current", g.current)
+    kw.setdefault("partition_racks", g.partition_racks)
+    return cls(backend=backend).assign(g.members, g.topics, **kw)  # type: ignore[arg-type]
+
+
+def pairs(target: Target, member: str) -> set[TopicPartition]:
+    return {TP(t, p) for t, ps in target[member].items() for p in ps}
+
+
+def check_valid(g: ServerGroup, target: Target) -> None:
+    assert set(target) == set(g.members)
+    seen: set[TopicPartition] = set()
+    for m, assignment in target.items():
+        for t, ps in assignment.items():
+            assert isinstance(ps, tuple) and ps and list(ps) == sorted(ps), (m, t, ps)
+            assert t in g.members[m].topics
+            for p in ps:
+                assert 0 <= p < g.topics[t] and TP(t, p) not in seen
+                seen.add(TP(t, p))
+    wanted = {
+        TP(t, p)
+        for mm in g.members.values()
+        for t in mm.topics
+        if t in g.topics
+        for p in range(g.topics[t])
+    }
+    assert seen == wanted
+
+
+def check_balanced(g: ServerGroup, target: Target) -> None:
+    loads = {m: sum(map(len, a.values())) for m, a in target.items()}
+    if len({frozenset(mm.topics) for mm in g.members.values()}) == 1:
+        assert max(loads.values()) - min(loads.values()) <= 1, loads
+    for small, s in loads.items():
+        for large, big in loads.items():
+            if big - s >= 2:
+                assert not set(target[large]) & set(g.members[small].topics), (large, small)
+
+
+@pytest.mark.parametrize("cls", SERVER)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups())
+def test_rust_and_reference_agree(cls: type[ServerAssignor], g: ServerGroup) -> None:
+    assert run(cls, g, "rust") == run(cls, g, "python")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups())
+def test_uniform_is_valid_balanced_and_a_fixed_point(g: ServerGroup) -> None:
+    target = run(UniformAssignor, g)
+    check_valid(g, target)
+    check_balanced(g, target)
+    assert run(UniformAssignor, g, current=target) == target
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups(racks=False), data=st.data())
+def test_uniform_is_sticky_when_a_member_leaves_or_joins(
+    g: ServerGroup, data: st.DataObject
+) -> None:
+    settled = run(UniformAssignor, g, current={})
+    leaver = data.draw(st.sampled_from(sorted(g.members)))
+    rest = {m: mm for m, mm in g.members.items() if m != leaver}
+    if rest:
+        after = UniformAssignor().assign(rest, g.topics, current=settled)
+        g2 = ServerGroup(g.topics, rest, settled, {})
+        check_valid(g2, after)
+        check_balanced(g2, after)
+        homogeneous = len({frozenset(mm.topics) for mm in rest.values()}) == 1
+        if homogeneous:
+            # every survivor keeps min(what it had, its new quota): only the leaver's
+            # partitions and the overflow move
+            total = sum(map(len, after.values())) and sum(len(pairs(after, m)) for m in rest)
+            quota = -(-total // len(rest))
+            for m in rest:
+                kept = pairs(settled, m) & pairs(after, m)
+                assert len(kept) >= min(len(pairs(settled, m)), quota - 1), m
+    joiner = ServerMember(next(iter(g.members.values())).topics)
+    grown = {**g.members, "zz-new": joiner}
+    after = UniformAssignor().assign(grown, g.topics, current=settled)
+    g3 = ServerGroup(g.topics, grown, settled, {})
+    check_valid(g3, after)
+    check_balanced(g3, after)
+    if len({frozenset(mm.topics) for mm in grown.values()}) == 1:
+        total = sum(len(pairs(after, m)) for m in grown)
+        low = total // len(grown)
+        for m in g.members:
+            # nobody gives up more than it must to feed the joiner
+            assert len(pairs(settled, m) & pairs(after, m)) >= min(len(pairs(settled, m)), low)
+
+
+@pytest.mark.parametrize("cls", SERVER)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups(), seed=st.integers())
+def test_deterministic_whatever_the_input_order(
+    cls: type[ServerAssignor], g: ServerGroup, seed: int
+) -> None:
+    rnd = random.Random(seed)
+    members = list(g.members.items())
+    rnd.shuffle(members)
+    topics = list(g.topics.items())
+    rnd.shuffle(topics)
+    shuffled = cls().assign(
+        dict(members), dict(topics), current=g.current, partition_racks=g.partition_racks
+    )
+    assert shuffled == run(cls, g)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups(racks=True))
+def test_rack_preference_never_breaks_balance(g: ServerGroup) -> None:
+    with_racks = run(UniformAssignor, g)
+    check_valid(g, with_racks)
+    check_balanced(g, with_racks)
+    if len({frozenset(mm.topics) for mm in g.members.values()}) == 1:
+        # the same quota per member as without racks (member order decides who gets one more)
+        without = run(UniformAssignor, g, partition_racks=None)
+        assert {m: sum(map(len, a.values())) for m, a in with_racks.items()} == {
+            m: sum(map(len, a.values())) for m, a in without.items()
+        }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups())
+def test_range_is_the_classic_range(g: ServerGroup) -> None:
+    subs = {
+        m: Subscription(list(mm.topics), rack_id=mm.rack, group_instance_id=mm.instance_id)
+        for m, mm in g.members.items()
+    }
+    classic = ClassicRange().assign(g.topics, subs, partition_racks=g.partition_racks)
+    expected: dict[str, dict[str, list[int]]] = {m: {} for m in g.members}
+    for m, a in classic.items():
+        for tp in a.partitions:
+            expected[m].setdefault(tp.topic, []).append(tp.partition)
+    got = run(RangeAssignor, g)
+    assert {m: {t: list(ps) for t, ps in a.items()} for m, a in got.items()} == expected
+
+
+def test_uniform_fresh_deals_contiguous_ranges_as_kafka() -> None:
+    members = {m: ServerMember(["a", "b"]) for m in ("m1", "m2", "m3")}
+    for backend in ("rust", "python"):
+        target = UniformAssignor(backend=backend).assign(members, {"a": 4, "b": 3})
+        assert target == {"m1": {"a": (0, 1, 2)}, "m2": {"a": (3,), "b": (0,)}, "m3": {"b": (1, 2)}}
+
+
+def test_uniform_prefers_rack_local_members() -> None:
+    members = {"m1": ServerMember(["t"], rack="x"), "m2": ServerMember(["t"], rack="y")}
+    racks = {TP("t", p): frozenset({"y" if p % 2 == 0 else "x"}) for p in range(4)}
+    for backend in ("rust", "python"):
+        target = UniformAssignor(backend=backend).assign(members, {"t": 4}, partition_racks=racks)
+        assert target == {"m1": {"t": (1, 3)}, "m2": {"t": (0, 2)}}
+
+
+def test_members_that_left_and_unknown_topics_in_current_are_ignored() -> None:
+    members = {"m1": ServerMember(["t"])}
+    current: TargetAssignment = {"gone": {"t": [0]}, "m1": {"t": [1, 7], "deleted": [0]}}
+    for backend in ("rust", "python"):
+        assert UniformAssignor(backend=backend).assign(members, {"t": 2}, current=current) == {
+            "m1": {"t": (0, 1)}
+        }
+
+
+@pytest.mark.parametrize(
+    ("members", "current", "message"),
+    [
+        ({"m": ["t"]}, None, "member 'm' must be a ServerMember, got list"),
+        ({"": ServerMember(["t"])}, None, "member ids must be non-empty strings"),
+        ({"m": ServerMember(["t"])}, {"m": [0]}, "current assignment of 'm' must be a mapping"),
+        (
+            {"m": ServerMember(["t"])},
+            {"m": {"t": [True]}},
+            r"partitions of 'm' in current must be int32, got True in topic 't'",
+        ),
+        ({"m": ServerMember(["t"])}, {"m": {"t": [2**31]}}, "must be int32"),
+        ({"m": ServerMember(["t"])}, {"m": {0: [1]}}, "must map topic names"),
+    ],
+)
+def test_bad_input_is_refused_alike(members: Any, current: Any, message: str) -> None:
+    for backend in ("rust", "python"):
+        with pytest.raises(InvalidAssignorInput, match=message):
+            UniformAssignor(backend=backend).assign(members, {"t": 2}, current=current)
+
+
+def test_server_member_checks_its_fields() -> None:
+    with pytest.raises(InvalidAssignorInput, match="collection of str"):
+        ServerMember("orders")
+    with pytest.raises(InvalidAssignorInput, match="rack must be str or None"):
+        ServerMember(["t"], rack=3)  # type: ignore[arg-type]
