@@ -220,6 +220,14 @@ impl<'a> Reader<'a> {
     /// An array count, checked against the bytes left (each item takes >= `min_item` bytes).
     #[inline]
     fn count(&mut self, field: &str, min_item: usize) -> Result<usize, PayloadError> {
+        if self.remaining() < 4 {
+            // named as the reference decoder names it ("topics count"), so both backends
+            // refuse a truncated array with the same message
+            return Err(self.fail(format_args!(
+                "truncated {field} count: needs 4 bytes, {} left",
+                self.remaining()
+            )));
+        }
         let n = self.i32(field)?;
         if n < 0 {
             return Err(self.fail(format_args!(
