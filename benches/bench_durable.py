@@ -25,35 +25,31 @@ with ``--benchmark-only`` or ``GROUPCOORD_BENCH_SCALE=full``, else a smoke size.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import json
 import os
-import re
 import selectors
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench_wire import (
     TOPICS,
-    BenchServer,
     Conn,
     Seat,
     _connect,
-    _cpus,
     _decode,
     _encode,
     _frames,
     _full,
     _rounds,
+    bench_server,
     form_groups,
+    load_generator,
 )
 
 GROUP_SIZE = 50
@@ -332,64 +328,30 @@ def _percentiles(latencies: list[float], name: str) -> dict[str, float]:
 # ======================================================================================
 
 
-@contextlib.contextmanager
-def durable_server(data_dir: str) -> Iterator[BenchServer]:
-    cmd = [
-        sys.executable, "-m", "groupcoord", "serve", "--port", "0", "--data-dir", data_dir,
-        "--log-level", "warning", "--group-initial-rebalance-delay-ms", "100",
-        "--topic", f"{COMMIT_TOPIC}:{GROUP_SIZE}",
-        *[a for t, p in TOPICS.items() for a in ("--topic", f"{t}:{p}")],
-    ]  # fmt: skip
-    env = dict(os.environ)
-    other = os.environ.get("GROUPCOORD_BENCH_SERVER_PYTHONPATH")
-    if other:
-        env["PYTHONPATH"] = other
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.fullmatch(r"groupcoord listening on (.+):(\d+)\n", line)
-        assert match, f"server did not start: {line!r}"
-        os.sched_setaffinity(proc.pid, _cpus()[0])
-        yield BenchServer(proc, match.group(1), int(match.group(2)))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def run(mode: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Start a durable server in a fresh directory, run one load, return the figures."""
+    """Start a durable server in a fresh directory, run one load, return the figures.
+    ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another checkout."""
+    env = dict(os.environ)
+    other = os.environ.get("GROUPCOORD_BENCH_SERVER_PYTHONPATH")
+    if other:
+        env["PYTHONPATH"] = other
     with tempfile.TemporaryDirectory(prefix="bench-durable-") as data_dir:
         load_before = _load_average()
-        with durable_server(data_dir) as server:
+        store = ("--data-dir", data_dir)
+        extra = ("--topic", f"{COMMIT_TOPIC}:{GROUP_SIZE}")
+        with bench_server(store, extra, env) as server:
             args = args | {"host": server.host, "port": server.port}
-            proc = subprocess.Popen(
-                [sys.executable, __file__, mode, json.dumps(args)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                preexec_fn=lambda: os.sched_setaffinity(0, _cpus()[1]),
-            )
-            assert proc.stdin is not None and proc.stdout is not None
-            try:
-                line = proc.stdout.readline()
-                assert line == "ready\n", f"load generator failed to set up: {line!r}"
+            with load_generator(mode, args, __file__) as gen:
+                assert gen.stdin is not None and gen.stdout is not None
                 cpu_before = server.cpu_seconds()
-                proc.stdin.write("go\n")
-                proc.stdin.flush()
-                result = dict(json.loads(proc.stdout.readline()))
+                gen.stdin.write("go\n")
+                gen.stdin.flush()
+                result = dict(json.loads(gen.stdout.readline()))
                 cpu = server.cpu_seconds() - cpu_before
-            finally:
-                proc.stdin.close()
-                proc.wait(timeout=60)
     return args | result | {"server_cpu_s": cpu, "load_before": load_before}
 
 

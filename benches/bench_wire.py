@@ -410,13 +410,19 @@ def _cpus() -> tuple[set[int], set[int]]:
 
 
 @contextlib.contextmanager
-def bench_server() -> Iterator[BenchServer]:
+def bench_server(
+    store: Sequence[str] = ("--memory",),
+    extra: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> Iterator[BenchServer]:
+    """A ``groupcoord serve`` on one CPU; ``store`` its storage flags, ``extra`` more
+    flags, ``env`` its environment (default: this process's)."""
     cmd = [
-        sys.executable, "-m", "groupcoord", "serve", "--port", "0", "--memory",
+        sys.executable, "-m", "groupcoord", "serve", "--port", "0", *store,
         "--log-level", "warning", "--group-initial-rebalance-delay-ms", "100",
-        *[a for t, p in TOPICS.items() for a in ("--topic", f"{t}:{p}")],
+        *[a for t, p in TOPICS.items() for a in ("--topic", f"{t}:{p}")], *extra,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -434,12 +440,16 @@ def bench_server() -> Iterator[BenchServer]:
 
 
 @contextlib.contextmanager
-def load_generator(mode: str, args: dict[str, Any]) -> Iterator[subprocess.Popen[str]]:
+def load_generator(
+    mode: str, args: dict[str, Any], script: str = __file__
+) -> Iterator[subprocess.Popen[str]]:
+    """``script`` run as the load generator (on the other CPUs), once it said "ready"."""
+
     def pin() -> None:
         os.sched_setaffinity(0, _cpus()[1])
 
     proc = subprocess.Popen(
-        [sys.executable, __file__, mode, json.dumps(args)],
+        [sys.executable, script, mode, json.dumps(args)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
