@@ -26,11 +26,9 @@ from groupcoord.coordinator.states import GroupState
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
     GroupIdNotFoundError,
-    InvalidPayload,
     NonEmptyGroupError,
 )
-from groupcoord.protocol import decode_assignment, decode_subscription
-from groupcoord.types import Assignment, Subscription
+from groupcoord.protocol import described_assignment, described_subscription
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 
@@ -86,8 +84,8 @@ def _describe(rb: Rebalancer, group_id: str) -> DescribedGroup:
                 client_host=m.client_host,
                 member_metadata=metadata,
                 member_assignment=assignment,
-                subscription=_decode_subscription(metadata) if consumer else None,
-                assignment=_decode_assignment(assignment) if consumer else None,
+                subscription=described_subscription(metadata) if consumer else None,
+                assignment=described_assignment(assignment) if consumer else None,
             )
         )
     return DescribedGroup(
@@ -177,21 +175,3 @@ def _respond(rb: Rebalancer, req: DeleteGroupsRequest, errors: dict[str, ErrorCl
             ),
         )
     )
-
-
-def _decode_subscription(data: bytes) -> Subscription | None:
-    if not data:
-        return None
-    try:
-        return decode_subscription(data)
-    except InvalidPayload:
-        return None
-
-
-def _decode_assignment(data: bytes) -> Assignment | None:
-    if not data:
-        return None
-    try:
-        return decode_assignment(data)
-    except InvalidPayload:
-        return None

@@ -59,6 +59,8 @@ __all__ = [
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
     "decode_subscription",
+    "described_assignment",
+    "described_subscription",
     "encode_assignment",
     "encode_cooperative_user_data",
     "encode_sticky_user_data",
@@ -410,6 +412,28 @@ def decode_assignment(data: BytesLike) -> Assignment:
     user_data = r.nullable_bytes("user_data")
     r.end(version, ASSIGNMENT_MAX_VERSION)
     return Assignment(partitions=tuple(partitions), user_data=user_data)
+
+
+def described_subscription(data: BytesLike) -> Subscription | None:
+    """A consumer member's subscription as DescribeGroups shows it: ``None`` for empty or
+    malformed bytes (one member's bad payload never fails the description of its group)."""
+    if not data:
+        return None
+    try:
+        return decode_subscription(data)
+    except InvalidPayload:
+        return None
+
+
+def described_assignment(data: BytesLike) -> Assignment | None:
+    """A consumer member's assignment as DescribeGroups shows it: ``None`` for empty or
+    malformed bytes."""
+    if not data:
+        return None
+    try:
+        return decode_assignment(data)
+    except InvalidPayload:
+        return None
 
 
 def decode_sticky_user_data(data: BytesLike) -> tuple[list[TopicPartition], int | None]:

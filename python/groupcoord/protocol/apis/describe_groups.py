@@ -1,13 +1,4 @@
-"""DescribeGroups (API 15): its four mappings between our messages and kio's, and the response
-that answers one of its requests with an error.
-
-- :func:`read_request`: a decoded kio request -> ours (server side);
-- :func:`write_response`: our response -> the kio response class given (server side);
-- :func:`write_request`: our request -> the kio request class given (client side);
-- :func:`read_response`: a decoded kio response -> ours (client side);
-- :func:`error_response`: the response to a request (ours or kio's: they share the field
-  names it reads) carrying ``error`` everywhere it can be.
-"""
+"""DescribeGroups (API 15): the module every group API has (see :mod:`groupcoord.protocol.apis`)."""
 
 from __future__ import annotations
 
@@ -21,11 +12,10 @@ from groupcoord.coordinator.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
-from groupcoord.errors import InvalidPayload, KafkaError
+from groupcoord.errors import KafkaError
 from groupcoord.protocol.apis.base import GroupApi
 from groupcoord.protocol.apis.kio_mapping import ZERO, build, error_class, item
-from groupcoord.protocol.consumer import decode_assignment, decode_subscription
-from groupcoord.types import Assignment, Subscription
+from groupcoord.protocol.consumer import described_assignment, described_subscription
 
 __all__ = ["API"]
 
@@ -98,32 +88,16 @@ def read_response(r: Any, v: int, corr: object) -> AnyResponse:
                         client_host=m.client_host,
                         member_metadata=m.member_metadata,
                         member_assignment=m.member_assignment,
-                        subscription=_decoded_subscription(m.member_metadata) if consumer else None,
-                        assignment=_decoded_assignment(m.member_assignment) if consumer else None,
+                        subscription=described_subscription(m.member_metadata)
+                        if consumer
+                        else None,
+                        assignment=described_assignment(m.member_assignment) if consumer else None,
                     )
                     for m in g.members
                 ),
             )
         )
     return DescribeGroupsResponse(version=v, correlation=corr, groups=tuple(groups))
-
-
-def _decoded_subscription(data: bytes) -> Subscription | None:
-    if not data:
-        return None
-    try:
-        return decode_subscription(data)
-    except InvalidPayload:
-        return None
-
-
-def _decoded_assignment(data: bytes) -> Assignment | None:
-    if not data:
-        return None
-    try:
-        return decode_assignment(data)
-    except InvalidPayload:
-        return None
 
 
 def error_response(

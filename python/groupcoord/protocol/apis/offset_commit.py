@@ -1,13 +1,4 @@
-"""OffsetCommit (API 8): its four mappings between our messages and kio's, and the response
-that answers one of its requests with an error.
-
-- :func:`read_request`: a decoded kio request -> ours (server side);
-- :func:`write_response`: our response -> the kio response class given (server side);
-- :func:`write_request`: our request -> the kio request class given (client side);
-- :func:`read_response`: a decoded kio response -> ours (client side);
-- :func:`error_response`: the response to a request (ours or kio's: they share the field
-  names it reads) carrying ``error`` everywhere it can be.
-"""
+"""OffsetCommit (API 8): the module every group API has (see :mod:`groupcoord.protocol.apis`)."""
 
 from __future__ import annotations
 
