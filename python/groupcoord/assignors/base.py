@@ -48,7 +48,20 @@ class RebalanceProtocol(Enum):
     COOPERATIVE = "COOPERATIVE"
 
 
-class Assignor:
+class BackendChoice:
+    """Which implementation runs: the Rust core (``"rust"``, the default) or its pure-Python
+    twin in :mod:`groupcoord.reference` (``"python"``). Shared by every assignor kind."""
+
+    def __init__(self, *, backend: Backend = "rust") -> None:
+        if backend not in ("rust", "python"):
+            raise ValueError(f"backend must be 'rust' or 'python', not {backend!r}")
+        self.backend: Backend = backend
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(backend={self.backend!r})"
+
+
+class Assignor(BackendChoice):
     """Base of the built-in assignors; see :mod:`groupcoord.assignors.builtin`."""
 
     #: the protocol name members announce in JoinGroup
@@ -58,14 +71,6 @@ class Assignor:
     ownership: ClassVar[reference.OwnershipSource] = reference.OwnershipSource.NONE
     #: rebalance protocols this assignor supports, preferred first (as Java's supportedProtocols)
     supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
-
-    def __init__(self, *, backend: Backend = "rust") -> None:
-        if backend not in ("rust", "python"):
-            raise ValueError(f"backend must be 'rust' or 'python', not {backend!r}")
-        self.backend: Backend = backend
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(backend={self.backend!r})"
 
     def assign(
         self,

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
 from groupcoord import _core
-from groupcoord.assignors.base import Backend
+from groupcoord.assignors.base import BackendChoice
 from groupcoord.assignors.input_checks import PartitionRacks, check_partition_racks
 from groupcoord.errors import InvalidAssignorInput
 from groupcoord.reference import assign as reference
@@ -78,19 +78,11 @@ class ServerMember:
                 )
 
 
-class ServerAssignor:
+class ServerAssignor(BackendChoice):
     """Base of the server-side assignors; see the module documentation."""
 
     #: the name in ``group.consumer.assignors`` and ConsumerGroupHeartbeat's ``server_assignor``
     name: ClassVar[str]
-
-    def __init__(self, *, backend: Backend = "rust") -> None:
-        if backend not in ("rust", "python"):
-            raise ValueError(f"backend must be 'rust' or 'python', not {backend!r}")
-        self.backend: Backend = backend
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(backend={self.backend!r})"
 
     def assign(
         self,
