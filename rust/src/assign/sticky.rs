@@ -66,6 +66,16 @@ pub fn resolve_previous_owners(model: &GroupModel) -> Vec<MemberIdx> {
 
 /// Per dense partition: the member it goes to ([`UNOWNED`] when nobody subscribes).
 pub fn sticky_owners(model: &GroupModel) -> Vec<MemberIdx> {
+    owners_with(model, constrained)
+}
+
+/// The steps every sticky-family assignor shares (previous owners, the rack view, KIP-881's
+/// release of foreign claims); groups whose members all subscribe to the same topics take
+/// `homogeneous_path`, the others the general path.
+pub fn owners_with(
+    model: &GroupModel,
+    homogeneous_path: impl FnOnce(&GroupModel, Vec<MemberIdx>, Option<RackView<'_>>) -> Vec<MemberIdx>,
+) -> Vec<MemberIdx> {
     if model.members.is_empty() {
         return vec![UNOWNED; model.num_partitions()];
     }
@@ -76,7 +86,7 @@ pub fn sticky_owners(model: &GroupModel) -> Vec<MemberIdx> {
     let released = racks.map(|r| release_foreign(r, &mut previous, homogeneous));
     let racks = racks.zip(released.as_deref());
     if homogeneous {
-        constrained(model, previous, racks)
+        homogeneous_path(model, previous, racks)
     } else {
         general(model, previous, racks)
     }

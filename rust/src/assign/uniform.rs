@@ -24,7 +24,7 @@
 
 use super::model::{collect, DenseId, GroupModel, MemberIdx, Plan, UNOWNED};
 use super::rack::{RackId, Racks, NO_RACK};
-use super::sticky::{general, rack_mode, release_foreign, resolve_previous_owners, RackView};
+use super::sticky::{owners_with, RackView};
 use std::cmp::Reverse;
 use std::collections::VecDeque;
 
@@ -34,20 +34,9 @@ pub fn assign(model: &GroupModel) -> Plan {
 
 /// Per dense partition: the member it goes to ([`UNOWNED`] when nobody subscribes).
 pub fn uniform_owners(model: &GroupModel) -> Vec<MemberIdx> {
-    if model.members.is_empty() {
-        return vec![UNOWNED; model.num_partitions()];
-    }
-    let mut previous = resolve_previous_owners(model);
-    let racks = rack_mode(model);
-    let first = &model.members[0].topics;
-    let same_topics = model.members.iter().all(|m| &m.topics == first);
-    let released = racks.map(|r| release_foreign(r, &mut previous, same_topics));
-    let racks = racks.zip(released.as_deref());
-    if same_topics {
+    owners_with(model, |model, previous, racks| {
         homogeneous(model, &previous, racks)
-    } else {
-        general(model, previous, racks)
-    }
+    })
 }
 
 fn homogeneous(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 
 from groupcoord.reference.assign.model import GroupModel
 from groupcoord.reference.assign.rack import NO_RACK, Racks
@@ -65,8 +66,16 @@ def resolve_previous_owners(model: GroupModel) -> list[int]:
     return owner
 
 
-def sticky_owners(model: GroupModel) -> list[int]:
-    """Per dense partition: the member index it is assigned to (``UNOWNED`` if no subscriber)."""
+#: How a group whose members all subscribe to the same topics is assigned.
+HomogeneousPath = Callable[[GroupModel, list[int], RackView | None], list[int]]
+
+
+def owners_with(model: GroupModel, homogeneous_path: HomogeneousPath) -> list[int]:
+    """Per dense partition: the member index it goes to (``UNOWNED`` if no subscriber).
+
+    The steps every sticky-family assignor shares (previous owners, the rack view, KIP-881's
+    release of foreign claims); groups with equal subscriptions take ``homogeneous_path``,
+    the others the general path."""
     if model.num_members == 0:
         return [UNOWNED] * model.num_partitions
     previous = resolve_previous_owners(model)
@@ -75,8 +84,13 @@ def sticky_owners(model: GroupModel) -> list[int]:
     homogeneous = all(topics == first for topics in model.member_topics)
     view = None if racks is None else (racks, release_foreign(racks, previous, homogeneous))
     if homogeneous:
-        return _constrained(model, previous, view)
+        return homogeneous_path(model, previous, view)
     return general(model, previous, view)
+
+
+def sticky_owners(model: GroupModel) -> list[int]:
+    """Per dense partition: the member index it is assigned to (``UNOWNED`` if no subscriber)."""
+    return owners_with(model, _constrained)
 
 
 def rack_mode(model: GroupModel) -> Racks | None:

@@ -22,25 +22,13 @@ from groupcoord.reference.assign.sticky import (
     UNOWNED,
     RackView,
     collect,
-    general,
-    rack_mode,
-    release_foreign,
-    resolve_previous_owners,
+    owners_with,
 )
 
 
 def uniform_owners(model: GroupModel) -> list[int]:
     """Per dense partition: the member index it goes to (``UNOWNED`` if no subscriber)."""
-    if model.num_members == 0:
-        return [UNOWNED] * model.num_partitions
-    previous = resolve_previous_owners(model)
-    racks = rack_mode(model)
-    first = model.member_topics[0]
-    homogeneous = all(topics == first for topics in model.member_topics)
-    view = None if racks is None else (racks, release_foreign(racks, previous, homogeneous))
-    if homogeneous:
-        return _homogeneous(model, previous, view)
-    return general(model, previous, view)
+    return owners_with(model, _homogeneous)
 
 
 def assign_uniform(model: GroupModel) -> list[list[int]]:
