@@ -569,6 +569,15 @@ Java 17+.
 """
 
 
+#: ``--master`` of the Spark jobs (sweep, analyze)
+SparkMasterOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL", help="Spark master URL.", show_default="$SPARK_MASTER, else local[*]"
+    ),
+]
+
+
 @app.command(cls=PlainHelpCommand, help=SWEEP_HELP)
 def sweep(
     grid_file: Annotated[
@@ -584,14 +593,7 @@ def sweep(
             show_default=False,
         ),
     ],
-    master: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            help="Spark master URL.",
-            show_default="$SPARK_MASTER, else local[*]",
-        ),
-    ] = None,
+    master: SparkMasterOption = None,
     parallelism: Annotated[
         int | None,
         typer.Option(min=1, metavar="N", help="Runs at once.", show_default="the cores Spark has"),
@@ -676,14 +678,7 @@ def analyze(
     out: Annotated[Path, typer.Option(metavar="DIR", help="Output directory.")] = Path(
         "analyze-out"
     ),
-    master: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            help="Spark master URL.",
-            show_default="$SPARK_MASTER, else local[*]",
-        ),
-    ] = None,
+    master: SparkMasterOption = None,
     storm_count: Annotated[
         int,
         typer.Option(
