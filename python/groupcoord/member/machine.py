@@ -346,8 +346,7 @@ class MemberMachine:
         if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
             if now_ms >= heartbeat_due:
                 # _emit_heartbeat's work for this state, and next_requests' bookkeeping
-                t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
-                request = self._heartbeat()
+                request = self._beat(now_ms)
                 self._inflight[request.correlation] = _InFlight(request, sent_ms=now_ms)
                 out.append(request)
             else:
@@ -824,10 +823,11 @@ class MemberMachine:
             or self._heartbeat_in_flight()
         ):
             return
-        self._t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
-        out.append(self._heartbeat())
+        out.append(self._beat(now_ms))
 
-    def _heartbeat(self) -> HeartbeatRequest:
+    def _beat(self, now_ms: int) -> HeartbeatRequest:
+        """The heartbeat to send now (the next one falls due an interval later)."""
+        self._t.heartbeat_due_ms = now_ms + self.config.heartbeat_interval_ms
         proto = self._heartbeat_proto
         if (
             proto is None
