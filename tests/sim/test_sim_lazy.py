@@ -1,11 +1,13 @@
-"""The lazy engine (application steps run on demand, not queued) gives exactly the outputs of
-the reference engine that queues every step (``run(..., lazy=False)``): summary, event
-rows and rebalance rows, on hypothesis-drawn scenarios (heartbeat thread on and off,
-pauses, network partitions, partition count changes, coordinator failover, rolling
-restarts, random processing times and latencies, auto-commit on and off).
+"""The lazy engine (application steps run on demand, not queued; quiet heartbeats in the
+heartbeat lane) gives exactly the outputs of the reference engine that queues every step
+and sends every heartbeat through the machine and ``GroupCoordinator.handle``
+(``run(..., lazy=False)``): summary, event rows and rebalance rows, on hypothesis-drawn
+scenarios (heartbeat thread on and off, pauses, network partitions, partition count
+changes, coordinator failover, rolling restarts, random processing times and latencies,
+auto-commit on and off, records or none).
 
 The golden runs (test_engine_golden.py) run the lazy engine too; these tests check that
-the lazy steps really ran (the comparisons are not vacuous)."""
+the lazy steps and the lane really ran (the comparisons are not vacuous)."""
 
 from __future__ import annotations
 
@@ -103,7 +105,8 @@ def scenarios(draw: st.DrawFn) -> tuple[Scenario, int]:
             "group_min_session_timeout_ms": 500,
         },
         "workload": {
-            "records_per_second_per_partition": draw(st.sampled_from([1, 10, 100])),
+            # 0: the members only heartbeat (the heartbeat lane)
+            "records_per_second_per_partition": draw(st.sampled_from([0, 1, 10, 100])),
             "record_time_ms": draw(
                 st.sampled_from(
                     [
@@ -191,3 +194,61 @@ def test_lazy_steps_run_and_change_nothing(overrides: dict[str, Any]) -> None:
     _same(lazy, eager)
     # most application steps ran lazily
     assert counts[0] > lazy.summary["records_processed"] // 2
+
+
+@contextmanager
+def _lane_heartbeats() -> Iterator[list[int]]:
+    """Counts the heartbeats answered in the lane by the runs made inside."""
+    counts: list[int] = []
+
+    class Counting(Engine):
+        def run(self) -> Any:
+            recorder = super().run()
+            counts.append(self.lane_heartbeats)
+            return recorder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groupcoord.sim, "Engine", Counting)
+        yield counts
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"group.static": True, "network.latency_ms": 0.4},
+        {
+            "timeline": [
+                {"at_s": 20, "action": "pause", "duration_s": 15, "count": 2},
+                {"at_s": 45, "action": "network_partition", "duration_s": 15, "count": 1},
+                {"at_s": 60, "action": "join", "count": 2},
+                {"at_s": 70, "action": "restart", "count": 3, "downtime_s": 2},
+                {"at_s": 90, "action": "coordinator_failover", "downtime_s": 2},
+                {"at_s": 100, "action": "crash", "count": 1},
+            ]
+        },
+        # members without partitions heartbeat in the lane while the others process
+        {"group.members": 8, "workload.records_per_second_per_partition": 20},
+    ],
+    ids=["steady", "static", "faults", "idle-members"],
+)
+def test_lane_heartbeats_run_and_change_nothing(overrides: dict[str, Any]) -> None:
+    scenario = Scenario.from_dict(
+        {
+            "duration_s": 120,
+            "group": {"members": 5, "topics": {"t": 5}},
+            "consumer": {"session_timeout_ms": 6_000, "heartbeat_interval_ms": 2_000},
+            "workload": {"records_per_second_per_partition": 0},
+            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 4}},
+            "timeline": [{"at_s": 50, "action": "leave", "count": 1}],
+        }
+    ).replace(**overrides)
+    with _lane_heartbeats() as counts:
+        lane = run(scenario, 5, check_invariants=True)
+    eager = run(scenario, 5, lazy=False)
+    _same(lane, eager)
+    idle = lane.summary["simulated_heartbeats"]
+    if "group.members" in overrides:
+        idle = idle * 3 // 8  # three of the eight members have no partition
+    # most heartbeats of the members with nothing else to do went through the lane
+    assert counts[0] > idle // 2, (counts, lane.summary["simulated_heartbeats"])

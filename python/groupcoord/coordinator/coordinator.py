@@ -42,6 +42,7 @@ from groupcoord.coordinator.membership import (
     handle_heartbeat,
     handle_leave_group,
     handle_sync_group,
+    refresh_current_member,
 )
 from groupcoord.coordinator.messages import (
     AnyRequest,
@@ -190,6 +191,33 @@ class GroupCoordinator:
         rb.expire(now_ms)
         handler(rb, request)
         return self._take()
+
+    def quiet_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        now_ms: int,
+    ) -> bool:
+        """Heartbeat's common case without building a request or a response: if no deadline
+        is due by ``now_ms`` and the member is a current member of a Stable group in
+        ``generation_id``, refresh its session at ``now_ms`` and return ``True``: exactly
+        what :meth:`handle` of that ``HeartbeatRequest`` would do, whose answer would be no
+        error and release nothing else. Otherwise change nothing and return ``False`` (call
+        :meth:`handle`). For drivers of many members in one process (the simulator).
+        ``now_ms`` must not go backwards (``ValueError``)."""
+        rb = self._rb
+        if now_ms != rb.now:
+            _check_time(rb, now_ms)
+        due = rb.expiry.next_deadline()
+        if due is not None and due <= now_ms:
+            return False  # handle() would act on it first
+        before, rb.now = rb.now, now_ms
+        if refresh_current_member(rb, group_id, member_id, generation_id, group_instance_id):
+            return True
+        rb.now = before
+        return False
 
     def tick(self, now_ms: int) -> Output:
         """Act on every deadline up to ``now_ms``; return what that released."""

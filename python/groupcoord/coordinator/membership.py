@@ -151,18 +151,34 @@ def _on_assignment_persisted(rb: Rebalancer, group: Group, generation: int, ok: 
 # ------------------------------------------------------------------------------ Heartbeat
 
 
+def refresh_current_member(
+    rb: Rebalancer,
+    group_id: str,
+    member_id: str,
+    generation_id: int,
+    group_instance_id: str | None,
+) -> bool:
+    """Heartbeat's hot path: a current member of a Stable group (its generation, and its
+    ``group.instance.id`` if it has one) has its session refreshed at ``rb.now``, and the
+    answer is no error. ``False`` (nothing changed) for every other case."""
+    group = rb.groups.get(group_id)
+    if group is None or group.state is not _STABLE or generation_id != group.generation_id:
+        return False
+    member = group.members.get(member_id)
+    if member is None or (
+        group_instance_id is not None and group.static_members.get(group_instance_id) != member_id
+    ):
+        return False
+    rb.expiry.heartbeat(group_id, member_id, rb.now, member.session_timeout_ms)
+    return True
+
+
 def handle_heartbeat(rb: Rebalancer, req: HeartbeatRequest) -> None:
-    group = rb.groups.get(req.group_id)
-    if group is not None and group.state is _STABLE and req.generation_id == group.generation_id:
-        # The hot path: a current member of a Stable group.
-        member = group.members.get(req.member_id)
-        instance_id = req.group_instance_id
-        if member is not None and (
-            instance_id is None or group.static_members.get(instance_id) == req.member_id
-        ):
-            rb.expiry.heartbeat(req.group_id, req.member_id, rb.now, member.session_timeout_ms)
-            rb.out.append(HeartbeatResponse(version=req.version, correlation=req.correlation))
-            return
+    if refresh_current_member(
+        rb, req.group_id, req.member_id, req.generation_id, req.group_instance_id
+    ):
+        rb.out.append(HeartbeatResponse(version=req.version, correlation=req.correlation))
+        return
     rb.out.append(
         HeartbeatResponse(
             version=req.version, correlation=req.correlation, error=_heartbeat(rb, req)

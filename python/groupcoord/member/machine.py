@@ -256,6 +256,11 @@ class MemberMachine:
         return self._generation_id if self.state is MemberState.STABLE else -1
 
     @property
+    def heartbeat_due_ms(self) -> int:
+        """When the next heartbeat falls due (one is sent then if none is in flight)."""
+        return self._t.heartbeat_due_ms
+
+    @property
     def coordinator_known(self) -> bool:
         return self._f.coordinator_known
 
@@ -321,23 +326,9 @@ class MemberMachine:
         :meth:`poll` and :meth:`next_requests` as usual). For runners that poll very often
         (the simulator's application loop).
         """
-        f, t = self._f, self._t
-        if (
-            self.state is not MemberState.STABLE
-            or not f.coordinator_known
-            or f.joining
-            or f.rejoin_needed
-            or f.poll_expired
-            or f.awaiting_delivery
-            or self._callbacks
-            or self._commits
-            or self._fetches
-            or self._leave is not None
-            or self._pending_sync is not None
-            or t.scheduled_rejoin_ms is not None
-            or t.rejoin_deadline_ms is not None
-        ):
+        if self.poll_idle_blocked():
             return None
+        t = self._t
         best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
         if now_ms >= best or now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
             return None  # a timeout is due
@@ -353,6 +344,54 @@ class MemberMachine:
                 best = heartbeat_due
         poll_deadline = now_ms + self.config.max_poll_interval_ms
         return poll_deadline if poll_deadline < best else best
+
+    def quiet_heartbeat_answered(self, sent_ms: int, answered_ms: int) -> bool:
+        """Record a heartbeat the runner sent at ``sent_ms`` for this machine and saw
+        answered without error at ``answered_ms``, the runner polling at both times (the
+        simulator's heartbeat lane). The machine must be quiet as :meth:`poll_idle` requires,
+        with the heartbeat due by ``sent_ms`` and both times before any timeout; the state
+        is then what sending it (:meth:`poll_idle` at ``sent_ms``), :meth:`receive` of its
+        answer and :meth:`poll_idle` at ``answered_ms`` leave: a quiet stretch of any number
+        of such heartbeats is told by its last one. Otherwise change nothing and return
+        ``False``."""
+        if self.poll_idle_blocked():
+            return False
+        t, config = self._t, self.config
+        # (the timeouts are checked against the stretch's own times: the machine's last
+        # acknowledgement and poll may be those before the stretch)
+        if not (
+            t.last_poll_ms <= sent_ms < answered_ms
+            and sent_ms >= t.heartbeat_due_ms
+            and answered_ms - sent_ms < min(config.session_timeout_ms, config.max_poll_interval_ms)
+            and not self._heartbeat_in_flight()
+        ):
+            return False
+        t.heartbeat_due_ms = sent_ms + config.heartbeat_interval_ms
+        t.last_clean_ms = max(t.last_clean_ms, sent_ms)
+        t.last_heartbeat_ack_ms = answered_ms
+        t.last_poll_ms = answered_ms
+        return True
+
+    def poll_idle_blocked(self) -> bool:
+        """Whether :meth:`poll_idle` would return ``None`` whatever the time: the member is
+        not stable and idle (something queued, a rejoin, a request other than a heartbeat
+        pending, ...)."""
+        f, t = self._f, self._t
+        return (
+            self.state is not MemberState.STABLE
+            or not f.coordinator_known
+            or f.joining
+            or f.rejoin_needed
+            or f.poll_expired
+            or f.awaiting_delivery
+            or bool(self._callbacks)
+            or bool(self._commits)
+            or bool(self._fetches)
+            or self._leave is not None
+            or self._pending_sync is not None
+            or t.scheduled_rejoin_ms is not None
+            or t.rejoin_deadline_ms is not None
+        )
 
     def coordinator_found(self, now_ms: int) -> None:
         """The runner (re)discovered the group coordinator and can reach it."""

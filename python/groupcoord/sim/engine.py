@@ -70,6 +70,29 @@ and a non-lazy process that finishes a batch of a partition brings that partitio
 holder up to date first (a zombie and the partition's new owner). With the canonical
 order above, the run is the same event for event: every heartbeat and every other
 request is still sent and answered by the real machine and coordinator at the same key.
+
+**The heartbeat lane** (also ``lazy=True``). A member with the heartbeat thread and no
+application work of its own (no records to process: none produced, or no partition) that
+has just read a heartbeat's answer, with nothing else outstanding, buffered, paused, cut
+or closing and its machine idle and stable, does nothing until its next heartbeat but
+that heartbeat. Its heartbeats then run in the lane: one queued event per heartbeat, its
+arrival at the coordinator, at the key the eager engine's request has. There the
+coordinator's :meth:`~groupcoord.coordinator.GroupCoordinator.quiet_heartbeat` refreshes
+the member's session exactly as ``handle`` would (it declines, changing nothing, when the
+group is not Stable in the member's generation, the member is not current, or a deadline
+is due first); the answer's latency is drawn, and the next heartbeat's send and arrival
+are decided by the machine's own rules (the next one an interval after this one's send,
+sent before any timeout, answered before the machine would wake for anything else);
+where a rule does not hold, or the coordinator declines, the process leaves the lane.
+The process's own steps at each send and each answer (the poll, the auto-commit timer,
+the connection's order) are committed as the arrivals run; its machine is told only of
+the last heartbeat (``MemberMachine.quiet_heartbeat_answered``: the state after a quiet
+stretch is that of its last heartbeat). Whenever an event touches the process, it
+leaves the lane as the eager engine has it at that event: the machine sends for real
+the heartbeat whose answer or arrival is still to come (the answer or the request is
+queued at its key), or the process wakes to send the next one; a latency drawn for a
+send that had not happened yet is handed back. The coordinator sees every heartbeat at
+its time; the outputs are the same as the eager engine's.
 """
 
 from __future__ import annotations
@@ -95,6 +118,7 @@ from groupcoord.coordinator.messages import (
     AnyRequest,
     AnyResponse,
     HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
     SyncGroupRequest,
 )
@@ -156,6 +180,59 @@ class _Segment:
     completions_ms: list[float]
 
 
+class _Draws:
+    """A process's latency draws, one of which can be handed back: the heartbeat lane draws
+    a heartbeat's latency before its send and hands it back if the send does not happen in
+    the lane (the next draw gets it, as if it had never been drawn)."""
+
+    __slots__ = ("_back", "_sample")
+
+    def __init__(self, sample: Callable[[], float]) -> None:
+        self._sample = sample
+        self._back: float | None = None
+
+    def __call__(self) -> float:
+        back = self._back
+        if back is None:
+            return self._sample()
+        self._back = None
+        return back
+
+    def unread(self, value: float) -> None:
+        assert self._back is None, "two draws handed back"
+        self._back = value
+
+
+@dataclass(slots=True, eq=False)
+class _Lane:
+    """A process whose heartbeats run in the lane (see "The heartbeat lane" in the module
+    documentation). Times are virtual milliseconds."""
+
+    # what the coordinator's quiet heartbeat names
+    member_id: str
+    generation: int
+    instance_id: str | None
+    # the heartbeat on its way: sent at ``sent`` (not yet told to the process: the send's
+    # effects are committed when it arrives), reaching the coordinator at ``arrival`` as the
+    # ``up_seq``-th request on the connection; ``deadline`` is the wake-up the machine asks
+    # for once it is sent (the earlier of its poll and session timeouts)
+    sent: int
+    up_draw: float | None
+    up_arrival: float
+    arrival: int
+    up_seq: int
+    deadline: int
+    # the heartbeat before it, answered at ``prev_answered`` (the ``prev_down_seq``-th answer
+    # on the connection), when the machine has not been told of it (``prev_sent`` None: it
+    # has); and the one before that, for when the process leaves while that answer travels
+    prev_sent: int | None = None
+    prev_answered: int = 0
+    prev_down_seq: int = 0
+    prev_deadline: int = 0
+    older_sent: int | None = None
+    older_answered: int = 0
+
+
 @dataclass(slots=True, eq=False)
 class Process:
     """One incarnation of a member: its machine, its application, its connection."""
@@ -164,7 +241,7 @@ class Process:
     number: int
     machine: MemberMachine
     sample_record_ms: Callable[[], float]
-    sample_latency_ms: Callable[[], float]
+    sample_latency_ms: _Draws
     alive: bool = True
     #: the application stopped polling (close() under way); the machine finishes its I/O
     closing: bool = False
@@ -197,6 +274,8 @@ class Process:
     #: ``wake_at`` when that wake-up is not queued yet: set only while the process waits
     #: for a heartbeat's answer, whose arrival steps it first (see ``Engine._set_wake``)
     held_wake: int | None = None
+    #: its heartbeats run in the lane (``Engine(lazy=True)``)
+    lane: _Lane | None = None
     up_last_ms: float = 0.0
     down_last_ms: float = 0.0
     next_auto_commit_ms: int = 0
@@ -263,6 +342,14 @@ class Engine:
         self._catching_up = False
         #: application steps run lazily (not as queued events)
         self.lazy_steps = 0
+        # The heartbeat lane (see "The heartbeat lane" in the module documentation): members
+        # with the heartbeat thread and no application work of their own
+        self._lane_ok: bool = lazy and self.thread
+        #: heartbeats answered in the lane
+        self.lane_heartbeats = 0
+        self._heartbeat_interval_ms: int = c.heartbeat_interval_ms
+        self._session_timeout_ms: int = c.session_timeout_ms
+        self._max_poll_interval_ms: int = c.max_poll_interval_ms
         # coordinator
         k = scenario.coordinator
         self._coordinator_settings: dict[str, object] = {
@@ -303,9 +390,13 @@ class Engine:
             if progress is not None and events & 0x3FFF == 0:
                 progress(self.now, end)
         self.now = end
+        # every event at or before the end ran in the eager run
+        self._event = (end + 1, 0, 0, 0)
+        for process in self.processes.values():
+            if process.lane is not None:
+                self._lane_leave(process)
         if self._lazy:
-            # the lazy steps up to the end (every step at or before it ran in the eager run)
-            self._event = (end + 1, 0, 0, 0)
+            # the lazy steps up to the end
             for process in self.processes.values():
                 if process.lazy_until is not None:
                     self._catch_up(process)
@@ -482,8 +573,8 @@ class Engine:
             sample_record_ms=self.scenario.workload.record_time_ms.sampler(
                 random.Random(stream_seed + ":records")
             ),
-            sample_latency_ms=self.scenario.network.latency_ms.sampler(
-                random.Random(stream_seed + ":network")
+            sample_latency_ms=_Draws(
+                self.scenario.network.latency_ms.sampler(random.Random(stream_seed + ":network"))
             ),
         )
         process.up_last_ms = process.down_last_ms = self.now
@@ -505,8 +596,8 @@ class Engine:
 
     def _crash(self, process: Process) -> None:
         """The process dies: no LeaveGroup, nothing more sent or heard."""
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         self._apply_batch(process, until_ms=self.now)
         process.alive = False
         self._release_all(process)
@@ -515,8 +606,8 @@ class Engine:
 
     def _request_close(self, process: Process, on_stopped: Callable[[int], None] | None) -> None:
         """The application shuts down: it finishes the batch in hand, then closes."""
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         process.close_requested = True
         process.on_stopped = on_stopped
         self.recorder.event(self.now, "member_closing", process.name)
@@ -732,11 +823,291 @@ class Engine:
                 (wake_at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, wake_at)),
             )
 
+    def _touch(self, process: Process) -> None:
+        """An event touches a process that is lazy or in the heartbeat lane: bring it up to
+        the event, as the eager engine has it."""
+        if process.lazy_until is not None:
+            self._unlazy(process)
+        if process.lane is not None:
+            self._lane_leave(process)
+
+    # ------------------------------------------------------------------ the heartbeat lane
+
+    def _lane_enter(self, process: Process) -> None:
+        """A heartbeat's answer was just read and the process's next wake-up is its next
+        heartbeat: if nothing else of the process can happen until then (the heartbeat
+        thread; no records of its own to process; nothing outstanding, buffered, paused,
+        cut or closing; the machine idle and stable), its heartbeats run in the lane."""
+        now = self.now
+        machine = process.machine
+        at = process.wake_at
+        session, max_poll = self._session_timeout_ms, self._max_poll_interval_ms
+        if (
+            at is None
+            or at <= now
+            or process.held_wake is not None
+            or at != machine.heartbeat_due_ms
+            # the send is before a timeout (the answer just read and the poll are at now)
+            or at - now >= session
+            or at - now >= max_poll
+            or not process.running
+            or process.paused_until is not None
+            or process.cut_until is not None
+            or process.lazy_until is not None
+            or process.outstanding
+            or process.buffered
+            or process.fetches
+            or process.lookup_in_flight
+            or process.poll_expired_seen
+            or (self._rate > 0 and process.owned)
+            or self.coordinator is None
+            or machine.poll_idle_blocked()
+        ):
+            return
+        if self._auto_commit:
+            # every auto-commit in the lane must find nothing to commit (_auto_commit_idle)
+            committed = process.committed_positions
+            for tp, o in process.owned.items():
+                if o.position is not None and committed.get(tp) != o.position:
+                    return
+        deadline = min(at + max_poll, now + session)
+        draws = process.sample_latency_ms
+        up = draws()
+        up_arrival = max(at + up, process.up_last_ms)
+        arrival = math.ceil(up_arrival)
+        if arrival <= at or deadline <= arrival:
+            draws.unread(up)
+            return
+        lane = _Lane(
+            member_id=machine.member_id,
+            generation=machine.generation,
+            instance_id=machine.config.group_instance_id,
+            sent=at,
+            up_draw=up,
+            up_arrival=up_arrival,
+            arrival=arrival,
+            up_seq=process.up_seq + 1,
+            deadline=deadline,
+        )
+        process.lane = lane
+        process.wake_at = None  # the queued wake-up at ``at`` is superseded
+        heapq.heappush(
+            self._queue,
+            (
+                arrival,
+                _REQUEST,
+                process.key,
+                lane.up_seq,
+                next(self._seq),
+                self._lane_arrive,
+                (process, lane),
+            ),
+        )
+
+    def _lane_arrive(self, process: Process, lane: _Lane) -> None:
+        """A lane heartbeat reaches the coordinator: the coordinator's quiet heartbeat, and
+        the next heartbeat's send decided; or, if it is not the quiet case, the process
+        leaves the lane and the heartbeat arrives as a real request."""
+        if process.lane is not lane:
+            return  # the process left the lane: its heartbeat was sent as a real request
+        now = self.now
+        coordinator = self.coordinator
+        if coordinator is None or not coordinator.quiet_heartbeat(
+            self.group_id, lane.member_id, lane.generation, lane.instance_id, now
+        ):
+            request = self._lane_leave(process, arriving=True)
+            assert request is not None
+            self._at_coordinator(process, request)
+            return
+        # what the process did before this arrival: the step at the previous answer, the
+        # send (_lane_auto_commit_timer and _lane_commit_send, inline: the same arithmetic)
+        sent, deadline = lane.sent, lane.deadline
+        if self._auto_commit:
+            interval = self._auto_commit_interval_ms
+            if lane.prev_sent is not None and lane.prev_answered >= process.next_auto_commit_ms:
+                process.next_auto_commit_ms = lane.prev_answered + interval
+            if sent >= process.next_auto_commit_ms:
+                process.next_auto_commit_ms = sent + interval
+        recorder = self.recorder
+        recorder.requests += 1
+        recorder.heartbeats += 1
+        process.up_last_ms = lane.up_arrival
+        process.up_seq = lane.up_seq
+        self.lane_heartbeats += 1
+        # the answer leaves now (_down_arrival, inline)
+        draws = process.sample_latency_ms
+        down_arrival = max(now + draws(), process.down_last_ms)
+        process.down_last_ms = down_arrival
+        process.down_seq += 1
+        answered = math.ceil(down_arrival)
+        lane.older_sent, lane.older_answered = lane.prev_sent, lane.prev_answered
+        lane.prev_sent, lane.prev_answered = sent, answered
+        lane.prev_down_seq, lane.prev_deadline = process.down_seq, deadline
+        lane.up_draw = None
+        # the machine, reading the answer, asks to wake for the next heartbeat; it sends it
+        # then, before any timeout (the answer and the poll at ``answered``)
+        session, max_poll = self._session_timeout_ms, self._max_poll_interval_ms
+        after = sent + self._heartbeat_interval_ms
+        if not (
+            now < answered < after
+            and answered < deadline
+            and after - answered < session
+            and after - answered < max_poll
+        ):
+            self._lane_leave(process, answer_now=True)
+            return
+        next_deadline = min(after + max_poll, answered + session)
+        up = draws()
+        up_arrival = max(after + up, process.up_last_ms)
+        arrival = math.ceil(up_arrival)
+        if arrival <= after or next_deadline <= arrival:
+            draws.unread(up)
+            self._lane_leave(process, answer_now=True)
+            return
+        lane.sent, lane.up_draw, lane.up_arrival, lane.arrival = after, up, up_arrival, arrival
+        lane.up_seq, lane.deadline = process.up_seq + 1, next_deadline
+        heapq.heappush(
+            self._queue,
+            (
+                arrival,
+                _REQUEST,
+                process.key,
+                lane.up_seq,
+                next(self._seq),
+                self._lane_arrive,
+                (process, lane),
+            ),
+        )
+
+    def _lane_leave(
+        self, process: Process, *, arriving: bool = False, answer_now: bool = False
+    ) -> AnyRequest | None:
+        """Take the process out of the lane at the current event: its machine, connection,
+        queued events and wake-up become what the eager engine has before this event.
+        ``arriving``: the event is the lane heartbeat's arrival; it is sent for real and
+        returned. ``answer_now``: the event is the arrival of the previous one, whose answer
+        was just scheduled (as ``_route`` does)."""
+        lane = process.lane
+        assert lane is not None
+        process.lane = None
+        machine, pkey, now = process.machine, process.key, self.now
+        event = self._event
+        key = (event[0], event[1], event[2], event[3])
+        if lane.prev_sent is not None:  # the machine has not been told of the previous one
+            if not answer_now and (lane.prev_answered, _ANSWER, pkey, lane.prev_down_seq) < key:
+                self._lane_auto_commit_timer(process, lane.prev_answered)
+                told = machine.quiet_heartbeat_answered(lane.prev_sent, lane.prev_answered)
+                assert told, (process.name, lane)
+            else:
+                # its answer is on the way: it was sent for real, the next one is not
+                if lane.up_draw is not None:
+                    process.sample_latency_ms.unread(lane.up_draw)
+                if lane.older_sent is not None:
+                    told = machine.quiet_heartbeat_answered(lane.older_sent, lane.older_answered)
+                    assert told, (process.name, lane)
+                request = self._lane_send(process, lane.prev_sent, lane.prev_deadline)
+                process.outstanding[request.correlation] = request
+                answered = lane.prev_answered
+                # the wake-up held since the send, queued by the answer's scheduling if due
+                # by its arrival (_release_held_wake)
+                process.wake_at = lane.prev_deadline
+                if lane.prev_deadline <= answered:
+                    process.held_wake = None
+                    self._push(
+                        lane.prev_deadline,
+                        _WAKE,
+                        pkey,
+                        0,
+                        self._wake,
+                        (process, lane.prev_deadline),
+                    )
+                else:
+                    process.held_wake = lane.prev_deadline
+                response = HeartbeatResponse(
+                    version=request.version, correlation=request.correlation
+                )
+                if answered > now or not answer_now:  # queued before this millisecond
+                    heapq.heappush(
+                        self._queue,
+                        (
+                            answered,
+                            _ANSWER,
+                            pkey,
+                            lane.prev_down_seq,
+                            next(self._seq),
+                            self._at_member,
+                            (process, response),
+                        ),
+                    )
+                else:
+                    self._push(
+                        answered,
+                        _ANSWER,
+                        pkey,
+                        lane.prev_down_seq,
+                        self._at_member,
+                        (process, response),
+                    )
+                return None
+        assert lane.up_draw is not None
+        if arriving or (lane.sent, _WAKE, pkey, 0) < key:
+            # the heartbeat on its way was sent (for real, now)
+            self._lane_commit_send(process, lane)
+            request = self._lane_send(process, lane.sent, lane.deadline)
+            process.outstanding[request.correlation] = request
+            self._routes[request.correlation] = (process, request)
+            process.wake_at = process.held_wake = lane.deadline  # held until its answer
+            if arriving:
+                return request
+            heapq.heappush(
+                self._queue,
+                (
+                    lane.arrival,
+                    _REQUEST,
+                    pkey,
+                    lane.up_seq,
+                    next(self._seq),
+                    self._at_coordinator,
+                    (process, request),
+                ),
+            )
+            return None
+        # not sent yet: the process wakes to send it
+        process.sample_latency_ms.unread(lane.up_draw)
+        process.wake_at, process.held_wake = lane.sent, None
+        heapq.heappush(
+            self._queue,
+            (lane.sent, _WAKE, pkey, 0, next(self._seq), self._wake, (process, lane.sent)),
+        )
+        return None
+
+    def _lane_send(self, process: Process, at: int, deadline: int) -> AnyRequest:
+        """The machine sends the heartbeat due at ``at`` (``poll_idle``, as the step did)."""
+        sent = self._sent
+        asked = process.machine.poll_idle(at, sent)
+        assert asked == deadline and len(sent) == 1, (process.name, at, asked, deadline, sent)
+        return sent.pop()
+
+    def _lane_commit_send(self, process: Process, lane: _Lane) -> None:
+        """The effects of the step that sent the lane heartbeat (``_send``'s bookkeeping)."""
+        self._lane_auto_commit_timer(process, lane.sent)
+        recorder = self.recorder
+        recorder.requests += 1
+        recorder.heartbeats += 1
+        process.up_last_ms = lane.up_arrival
+        process.up_seq = lane.up_seq
+
+    def _lane_auto_commit_timer(self, process: Process, at: int) -> None:
+        """A step at ``at`` with nothing consumed moves the auto-commit timer
+        (``_auto_commit_idle``)."""
+        if self._auto_commit and at >= process.next_auto_commit_ms:
+            process.next_auto_commit_ms = at + self._auto_commit_interval_ms
+
     def _step(self, process: Process) -> None:
         """Bring one process up to ``now``: finish its batch, poll, send what is due, start
         the next batch, and schedule its next wake-up."""
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         if not process.alive or process.paused_until is not None:
             return
         self._step_process(process)
@@ -938,8 +1309,8 @@ class Engine:
         return at
 
     def _lookup_done(self, process: Process) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         process.lookup_in_flight = False
         if not process.alive:
             return
@@ -953,8 +1324,8 @@ class Engine:
         self._step(process)
 
     def _at_member(self, process: Process, response: AnyResponse) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         if not process.alive or response.correlation not in process.outstanding:
             return  # dead, or the request was already failed (cut, failover)
         if process.paused_until is not None or (
@@ -965,6 +1336,8 @@ class Engine:
         del process.outstanding[response.correlation]
         process.machine.receive(response, self.now)
         self._step(process)
+        if self._lane_ok and type(response) is HeartbeatResponse and response.error is None:
+            self._lane_enter(process)
 
     def _read_buffered(self, process: Process) -> None:
         responses, process.buffered = process.buffered, []
@@ -975,8 +1348,8 @@ class Engine:
     def _failed_at_member(
         self, process: Process, request: AnyRequest, error: type[KafkaError]
     ) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         if not process.alive or process.outstanding.pop(request.correlation, None) is None:
             return
         process.machine.request_failed(request, error, self.now)
@@ -1232,8 +1605,8 @@ class Engine:
     # ------------------------------------------------------------------ metadata
 
     def _refresh_metadata(self, process: Process) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         if not process.alive:
             return
         self._push(
@@ -1320,8 +1693,8 @@ class Engine:
         self._rolling_restart([p for p in rest if p.running], downtime_ms)
 
     def _pause(self, process: Process, duration_ms: int) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         if process.paused_until is not None:
             return
         now = self.now
@@ -1340,8 +1713,8 @@ class Engine:
         self._push(now + duration_ms, _RESUME, process.key, 0, self._resume, (process,))
 
     def _resume(self, process: Process) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         process.paused_until = None
         if not process.alive:
             return
@@ -1354,8 +1727,8 @@ class Engine:
         self._step(process)
 
     def _cut(self, process: Process, duration_ms: int) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         if process.cut_until is not None:
             return
         process.cut_until = self.now + duration_ms
@@ -1365,8 +1738,8 @@ class Engine:
         self._step(process)
 
     def _heal(self, process: Process) -> None:
-        if process.lazy_until is not None:
-            self._unlazy(process)
+        if process.lazy_until is not None or process.lane is not None:
+            self._touch(process)
         process.cut_until = None
         if process.alive:
             self.recorder.event(self.now, "network_healed", process.name)
@@ -1380,8 +1753,8 @@ class Engine:
         self._routes.clear()
         self.recorder.event(self.now, "coordinator_down", duration_ms=downtime_ms)
         for process in list(self.processes.values()):
-            if process.lazy_until is not None:
-                self._unlazy(process)
+            if process.lazy_until is not None or process.lane is not None:
+                self._touch(process)
             if process.alive:
                 self._fail_outstanding(process, NotCoordinatorError)
         self._push(self.now + downtime_ms, _COORDINATOR_UP, 0, 0, self._coordinator_up, ())
