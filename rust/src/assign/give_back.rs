@@ -36,6 +36,17 @@ pub fn give_back(
     owner: &mut [MemberIdx],
     load: &[u32],
 ) {
+    // what the repair moved away from its previous owner; most groups have nothing
+    // here (fresh ones in particular), and then nothing else is built
+    let candidates: Vec<DenseId> = (0..owner.len() as DenseId)
+        .filter(|&p| {
+            let (m, before) = (owner[p as usize], previous[p as usize]);
+            before != UNOWNED && m != before
+        })
+        .collect();
+    if candidates.is_empty() {
+        return;
+    }
     let mut topic_of = vec![0 as TopicId; owner.len()];
     for t in 0..subscribers.len() {
         for p in offsets[t]..offsets[t + 1] {
@@ -48,20 +59,13 @@ pub fn give_back(
         .map(|subs| subs.iter().map(|&m| load[m as usize]).min().unwrap_or(0) + 1)
         .collect();
     let mut movable: Movable = vec![BTreeMap::new(); load.len()];
-    let mut candidates = Vec::new();
     for (p, &m) in owner.iter().enumerate() {
         if m != UNOWNED && previous[p] != m {
             movable[m as usize]
                 .entry(topic_of[p])
                 .or_default()
                 .push(p as DenseId);
-            if previous[p] != UNOWNED {
-                candidates.push(p as DenseId);
-            }
         }
-    }
-    if candidates.is_empty() {
-        return;
     }
     let graph = Graph {
         subscribers,

@@ -35,24 +35,22 @@ def give_back(
 ) -> None:
     """Moves partitions (in ``owner``, in place) back to their previous owners along
     load-neutral chains; ``load`` is per member and does not change."""
-    num_topics = len(subscribers)
-    num_members = len(load)
+    # what the repair moved away from its previous owner; most groups have nothing here
+    # (fresh ones in particular), and then nothing else is built
+    candidates = [p for p, m in enumerate(owner) if previous[p] != UNOWNED and m != previous[p]]
+    if not candidates:
+        return
     topic_of = [0] * len(owner)
-    for t in range(num_topics):
+    for t in range(len(subscribers)):
         for p in range(offsets[t], offsets[t + 1]):
             topic_of[p] = t
     # the highest load a member may have and still take a partition of topic t
     ceiling = [min((load[m] for m in subs), default=0) + 1 for subs in subscribers]
     # per member and topic: the partitions it holds and did not own before
-    movable: list[dict[int, list[int]]] = [{} for _ in range(num_members)]
-    candidates = []
+    movable: list[dict[int, list[int]]] = [{} for _ in load]
     for p, m in enumerate(owner):
         if m != UNOWNED and previous[p] != m:
             movable[m].setdefault(topic_of[p], []).append(p)
-            if previous[p] != UNOWNED:
-                candidates.append(p)
-    if not candidates:
-        return
 
     changed = True
     while changed:
