@@ -297,8 +297,8 @@ def compare(
             )
         else:
             # neither is optimal here: ours moves fewer partitions in about one group in
-            # ten and more in about one in a hundred, and takes a third round where
-            # Kafka takes two in about one in 150 (README). Movement is compared in total
+            # twenty and more in about one in five hundred, and takes a third round where
+            # Kafka takes two in about one in 250 (README). Movement is compared in total
             # over the run (check_totals); rounds per group, within one of Kafka's and
             # the bound of three the property tests hold us to
             assert rounds <= min(java_rounds + 1, 3), (

@@ -17,7 +17,8 @@
 //!    least-loaded subscriber while those differ by two or more. At the fixed point
 //!    no partition can move to make two members more equal (Java's
 //!    `verifyValidityAndBalance` rule). Each move lowers the sum of squared loads,
-//!    so the loop ends.
+//!    so the loop ends. Last, [`give_back`] returns partitions the repair moved
+//!    away from their previous owner along chains that leave every load as it is.
 //!
 //! Ties go to the lower member index (sorted member id) and are otherwise decided
 //! by dense partition id, never by input order.
@@ -31,6 +32,7 @@
 //! its repair loop moves a partition local to the receiver, or foreign to the giver,
 //! before any other.
 
+use super::give_back::give_back;
 use super::model::{collect, DenseId, GroupModel, MemberIdx, Plan, UNOWNED};
 use super::rack::{RackId, Racks};
 use rustc_hash::FxHashMap;
@@ -468,6 +470,11 @@ pub fn general(
                 moved = true;
             }
         }
+    }
+    // With racks the repair loop chose what to move for locality; giving partitions
+    // back could undo that, so only rackless groups take this step.
+    if racks.is_none() {
+        give_back(&subscribers, &model.offsets, &previous, &mut owner, &load);
     }
     owner
 }

@@ -16,7 +16,8 @@ The pipeline, the same step for step in ``rust/src/assign/sticky.rs``:
    least-loaded subscriber while the two differ by two or more. At the fixed point
    no partition can move to make two members more equal — Java's
    ``verifyValidityAndBalance`` rule. Every move lowers the sum of squared loads,
-   so the loop ends.
+   so the loop ends. Last, ``give_back`` returns partitions the repair moved away
+   from their previous owner along chains that leave every load as it is.
 
 Ties are broken by member index (sorted member id) and dense partition id, never by
 dict order, so the output is deterministic.
@@ -38,6 +39,7 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 
+from groupcoord.reference.assign.give_back import give_back
 from groupcoord.reference.assign.model import GroupModel
 from groupcoord.reference.assign.rack import NO_RACK, Racks
 
@@ -351,6 +353,10 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
                 load[giver] -= 1
                 load[receiver] += 1
                 moved = True
+    # With racks the repair loop chose what to move for locality; giving partitions back
+    # could undo that, so only rackless groups take this step.
+    if view is None:
+        give_back(subscribers, offsets, previous, owner, load)
     return owner
 
 
