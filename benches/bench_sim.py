@@ -2,7 +2,8 @@
 
 Every row simulates one group of N members on one topic of N partitions (one partition per
 member), from the first JoinGroup to the end of the virtual time, with every heartbeat
-sent by a real ``MemberMachine`` and answered by the real ``GroupCoordinator``. It reports
+reaching the real ``GroupCoordinator`` at its own time (a quiet member's through the
+heartbeat lane: see ``groupcoord.sim.engine``). It reports
 the wall time of ``groupcoord.sim.run`` and the simulated member-heartbeats per wall
 second (``summary["simulated_heartbeats"] / wall``). Settings are the scenario defaults
 (heartbeat.interval.ms 3000, session.timeout.ms 45000, cooperative-sticky, heartbeat
