@@ -3,7 +3,7 @@
 Each component keeps its entries in its own delimited section below.
 """
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, Self, SupportsIndex, TypeAlias, final, overload
 
 from typing_extensions import Buffer
@@ -17,6 +17,7 @@ __all__ = [
     "MemberExpiry",
     "TimerWheel",
     "__version__",
+    "app_loop",
     "assign",
     "assign_encoded",
     "assign_server",
@@ -290,4 +291,37 @@ def assign_server(
 
 # =====================================================================================
 # END assignors
+# =====================================================================================
+
+# =====================================================================================
+# BEGIN simulator application loop  (rust/src/bindings/app_loop.rs)
+# =====================================================================================
+
+def app_loop(
+    partitions: list[tuple[bool, int, int, float, int]],
+    batch: list[tuple[int, int, list[float]]],
+    rr: int,
+    busy_until: int | None,
+    wake_at: int,
+    until: int,
+    limit: int,
+    max_poll_records: int,
+    record_ms: float | None,
+    sample: Callable[[], float],
+    max_lag_ms: float,
+) -> tuple[
+    tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
+    tuple[int, int | None, int, tuple[int, int | None] | None],
+    tuple[int, int, float, list[tuple[int, int]]],
+]:
+    """The simulator's lazy application steps of one member from ``wake_at`` while before
+    ``until`` and ``limit`` (``groupcoord.sim.engine.Engine._catch_up``). ``partitions``:
+    (active, position, start_ms, rate, processed_end) in the member's order; ``batch``:
+    (partition index, first offset, completions). Returns ((position, processed_end) per
+    partition, rr, busy_until, batch), (wake_at, last polled step, steps, the step whose
+    poll goes to the machine: (t, at) or None), (records, duplicates, max lag, [(lag ms,
+    records)]). ``record_ms``: a constant record time, else ``sample()`` draws each."""
+
+# =====================================================================================
+# END simulator application loop
 # =====================================================================================

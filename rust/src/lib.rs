@@ -1,6 +1,7 @@
 //! groupcoord's Rust core: assignors (and, later, the heartbeat timer wheel and
 //! member expiry). The algorithm modules never touch PyO3; `bindings` adapts them.
 
+pub mod app_loop;
 pub mod assign;
 mod bindings;
 pub mod consumer_protocol;

@@ -252,3 +252,57 @@ def test_lane_heartbeats_run_and_change_nothing(overrides: dict[str, Any]) -> No
         idle = idle * 3 // 8  # three of the eight members have no partition
     # most heartbeats of the members with nothing else to do went through the lane
     assert counts[0] > idle // 2, (counts, lane.summary["simulated_heartbeats"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_native_application_loop_gives_the_python_loops_outputs(
+    case: tuple[Scenario, int],
+) -> None:
+    """``_core.app_loop`` (Rust) runs the lazy application steps exactly as the Python
+    loop does: the same floats, the same outputs."""
+    scenario, seed = case
+    native = _run_native(scenario, seed, native=True)
+    python = _run_native(scenario, seed, native=False)
+    if isinstance(native, str) or isinstance(python, str):
+        assert native == python
+        return
+    _same(native, python)
+
+
+def _run_native(scenario: Scenario, seed: int, *, native: bool) -> SimResult | str:
+    try:
+        return run(scenario, seed, check_invariants=True, native=native)
+    except InvariantViolation as e:
+        return str(e)
+
+
+@pytest.mark.parametrize(
+    "record_time",
+    [
+        1,
+        0.3,
+        {"dist": "lognormal", "median": 3, "p99": 40},
+        {"dist": "empirical", "values": [1, 9]},
+    ],
+    ids=["constant", "constant-fraction", "lognormal", "empirical"],
+)
+def test_native_loop_runs_and_changes_nothing(record_time: Any) -> None:
+    scenario = Scenario.from_dict(
+        {
+            "duration_s": 90,
+            "group": {"members": 4, "topics": {"t": 10, "u": 3}},
+            "consumer": {"max_poll_records": 7},
+            "workload": {"records_per_second_per_partition": 40, "record_time_ms": record_time},
+            "timeline": [
+                {"at_s": 20, "action": "pause", "duration_s": 50, "count": 1},
+                {"at_s": 40, "action": "join", "count": 1},
+            ],
+        }
+    )
+    with _lazy_steps() as counts:
+        native = run(scenario, 2)
+    python = run(scenario, 2, native=False)
+    _same(native, python)
+    # thousands of application steps ran in the loop (batches of several records each)
+    assert counts[0] > 5_000, counts

@@ -42,6 +42,7 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     check_invariants: bool = False,
     lazy: bool = True,
+    native: bool = True,
 ) -> SimResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's own ``seed``).
 
@@ -50,7 +51,8 @@ def run(
     (:mod:`groupcoord.sim.invariants`; slow, for tests) and raises
     :class:`~groupcoord.sim.invariants.InvariantViolation` at the first that fails.
     ``lazy=False`` runs the reference engine, which queues every application step (tests
-    check that both give the same outputs).
+    check that both give the same outputs); ``native=False`` runs the lazy application
+    steps in Python instead of Rust (the reference of the Rust loop; the same outputs).
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario, not {type(scenario).__name__}")
@@ -58,7 +60,9 @@ def run(
         seed = scenario.seed
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    engine = Engine(scenario, seed, progress, check_invariants=check_invariants, lazy=lazy)
+    engine = Engine(
+        scenario, seed, progress, check_invariants=check_invariants, lazy=lazy, native=native
+    )
     with _quiet_protocol_logs():
         recorder = engine.run()
     arrived = sum(s.arrived(engine.end_ms) for s in engine.streams.values())

@@ -71,6 +71,11 @@ holder up to date first (a zombie and the partition's new owner). With the canon
 order above, the run is the same event for event: every heartbeat and every other
 request is still sent and answered by the real machine and coordinator at the same key.
 
+The steps' loop runs in Rust (``_core.app_loop``: the same arithmetic in the same order,
+so the same floats; the record times come from the process's own stream, or are the
+constant); ``Engine(native=False)`` runs it in Python, the reference the tests compare
+it with.
+
 **The heartbeat lane** (also ``lazy=True``). A member with the heartbeat thread and no
 application work of its own (no records to process: none produced, or no partition) that
 has just read a heartbeat's answer, with nothing else outstanding, buffered, paused, cut
@@ -105,6 +110,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from groupcoord import _core
 from groupcoord.assignors import Assignor, CooperativeStickyAssignor
 from groupcoord.assignors.base import RebalanceProtocol
 from groupcoord.coordinator import (
@@ -300,9 +306,13 @@ class Engine:
         *,
         check_invariants: bool = False,
         lazy: bool = True,
+        native: bool = True,
     ) -> None:
-        """``lazy=False``: every application step is a queued event (the reference the
-        tests compare the lazy engine with; the outputs are the same)."""
+        """``lazy=False``: every application step is a queued event and every heartbeat
+        goes through the machine and ``GroupCoordinator.handle`` (the reference the tests
+        compare the lazy engine with; the outputs are the same). ``native=False``: the lazy
+        application steps run in Python (``_catch_up``'s loop) instead of in Rust
+        (``_core.app_loop``): the reference the native loop is compared with."""
         self.scenario = scenario
         self.checker = (
             InvariantChecker(heartbeat_thread=scenario.consumer.heartbeat_thread)
@@ -342,6 +352,12 @@ class Engine:
         self._catching_up = False
         #: application steps run lazily (not as queued events)
         self.lazy_steps = 0
+        self._native = native
+        record_time = scenario.workload.record_time_ms
+        #: a constant record processing time (the Rust loop then draws nothing)
+        self._record_ms: float | None = (
+            float(record_time.params[0]) if record_time.dist == "constant" else None
+        )
         # The heartbeat lane (see "The heartbeat lane" in the module documentation): members
         # with the heartbeat thread and no application work of their own
         self._lane_ok: bool = lazy and self.thread
@@ -763,6 +779,8 @@ class Engine:
         wake_at = process.wake_at
         if wake_at is None or wake_at >= limit:
             return
+        if self._native and self._catch_up_native(process, wake_at, until, limit):
+            return
         now, catching_up = self.now, self._catching_up
         self._catching_up = True
         machine, sent = process.machine, self._sent
@@ -795,6 +813,91 @@ class Engine:
         finally:
             self.now, self._catching_up = now, catching_up
             self.lazy_steps += steps
+
+    def _catch_up_native(self, process: Process, wake_at: int, until: int, limit: int) -> bool:
+        """``_catch_up``'s loop in Rust (``_core.app_loop``: the same steps, the same
+        floats); the machine's poll at a step whose next wake-up is past ``until`` stays
+        here. ``False`` (nothing done): a batch in hand names a partition the process no
+        longer holds (revoked while it processed it); the Python loop handles that."""
+        owned = list(process.owned.items())
+        index = {tp: i for i, (tp, _) in enumerate(owned)}
+        batch: list[tuple[int, int, list[float]]] = []
+        for segment in process.batch:
+            i = index.get(segment.tp)
+            if i is None:
+                return False
+            batch.append((i, segment.first_offset, segment.completions_ms))
+        streams = self.streams
+        parts = []
+        for tp, o in owned:
+            stream = streams[tp]
+            position = -1 if o.position is None else o.position
+            parts.append(
+                (o.active, position, stream.start_ms, stream.rate_per_s, stream.processed_end)
+            )
+        machine, sent, recorder = process.machine, self._sent, self.recorder
+        rr, busy_until = process.rr, process.busy_until
+        polled: int | None = None
+        steps = 0
+        now = self.now
+        current: int | None = wake_at
+        try:
+            while current is not None and current < until and current < limit:
+                state, ran, counts = _core.app_loop(
+                    parts,
+                    batch,
+                    rr,
+                    busy_until,
+                    current,
+                    until,
+                    limit,
+                    self._max_poll_records,
+                    self._record_ms,
+                    process.sample_record_ms,
+                    recorder.max_lag_ms,
+                )
+                ends, rr, busy_until, batch = state
+                parts = [
+                    (a, position, start, rate, end)
+                    for (a, _, start, rate, _), (position, end) in zip(parts, ends, strict=True)
+                ]
+                current, last_polled, ran_steps, poll = ran
+                steps += ran_steps
+                if last_polled is not None:
+                    polled = last_polled
+                records, duplicates, recorder.max_lag_ms, lags = counts
+                recorder.records_processed += records
+                recorder.duplicates += duplicates
+                lag_counts = recorder.lag_counts
+                for lag, n in lags:
+                    lag_counts[lag] += n
+                if poll is not None:
+                    # the step's next wake-up is past the lazy period: the machine's
+                    # deadline may come first (as in the Python loop)
+                    t, at = poll
+                    self.now = t
+                    deadline = machine.poll_idle(t, sent)
+                    assert deadline is not None and not sent, (process.name, t, deadline)
+                    polled = None
+                    if at is None or deadline < at:
+                        at = deadline
+                    current = at if at > t else t + 1
+            if polled is not None:
+                self.now = polled
+                deadline = machine.poll_idle(polled, sent)
+                assert deadline is not None and not sent, (process.name, polled, deadline)
+        finally:
+            self.now = now
+        for (tp, o), (active, position, _, _, end) in zip(owned, parts, strict=True):
+            if active:
+                o.position = position
+            streams[tp].processed_end = end
+        process.rr, process.busy_until, process.wake_at = rr, busy_until, current
+        process.batch = [
+            _Segment(owned[i][0], first, completions) for i, first, completions in batch
+        ]
+        self.lazy_steps += steps
+        return True
 
     def _unlazy(self, process: Process) -> None:
         """An event touches the process: bring its lazy steps up to the event; its next

@@ -1,6 +1,7 @@
 //! PyO3 conversions between Python objects and the core algorithms. Nothing here
 //! decides anything an algorithm decides; it only reads input and builds output.
 
+mod app_loop;
 mod assign;
 mod assign_input;
 mod assign_server;
@@ -14,6 +15,7 @@ mod timer;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(app_loop::app_loop, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
     m.add_function(wrap_pyfunction!(assign_server::assign_server, m)?)?;

@@ -1,0 +1,408 @@
+//! The simulator's application loop for one member (`groupcoord.sim.engine`): poll, process
+//! the batch record by record, poll again, for a process whose steps have no effect outside
+//! it until a given time (the engine's "lazy application steps"). Python keeps the same
+//! loop (`Engine._catch_up` with `native=False`) as the reference; both must give the same
+//! floats, so every expression below is written in the order the Python one evaluates it
+//! (integers subtracted as integers, then converted; left-to-right products and sums).
+//!
+//! A partition receives `rate` records per second from `start_ms`: record `k` arrives at
+//! `start_ms + (k + 1) * 1000 / rate` (`groupcoord.sim.workload.PartitionStream`).
+//!
+//! This module has no PyO3: `crate::bindings::app_loop` adapts it to Python.
+
+use rustc_hash::FxHashMap;
+
+/// One partition the process owns, in the order the process holds them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Partition {
+    /// the application processes it (it knows where to start)
+    pub active: bool,
+    /// the next offset to hand to the application
+    pub position: i64,
+    pub start_ms: i64,
+    pub rate: f64,
+    /// one past the highest offset any process has processed (shared by all owners)
+    pub processed_end: i64,
+}
+
+/// Records `first_offset..` of one partition in the batch being processed, finishing at
+/// `completions` (virtual milliseconds).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    pub partition: usize,
+    pub first_offset: i64,
+    pub completions: Vec<f64>,
+}
+
+/// What the recorder counts of processed records (`Recorder.processed`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tally {
+    pub records: i64,
+    pub duplicates: i64,
+    pub max_lag_ms: f64,
+    /// lag in whole milliseconds (truncated) -> records
+    pub lags: FxHashMap<i64, i64>,
+}
+
+/// Why the loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// the next step is at or after `until` or `limit`
+    Done,
+    /// the step at `t` wants its next wake-up at `at` (`None`: no record will come), not
+    /// before `until`: the caller asks the member's machine (`poll_idle`) first
+    Poll { t: i64, at: Option<i64> },
+}
+
+/// A process's application state between steps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppLoop {
+    pub partitions: Vec<Partition>,
+    /// the turn: which active partition a batch starts with
+    pub rr: i64,
+    pub busy_until: Option<i64>,
+    pub batch: Vec<Segment>,
+    pub max_poll_records: i64,
+}
+
+/// The record's processing time: a constant, or drawn from the process's own stream.
+pub trait RecordTime {
+    fn next(&mut self) -> f64;
+}
+
+impl<F: FnMut() -> f64> RecordTime for F {
+    fn next(&mut self) -> f64 {
+        self()
+    }
+}
+
+/// What [`AppLoop::run`] did: the next wake-up, the last step that only polled, the steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ran {
+    pub wake_at: i64,
+    pub polled: Option<i64>,
+    pub steps: u64,
+    pub stop: Stop,
+}
+
+/// `floor((now - start) * rate / 1000.0 + 1e-9)`: records arrived by `now` (`now > start`).
+fn arrived(now: i64, start: i64, rate: f64) -> i64 {
+    (((now - start) as f64) * rate / 1000.0 + 1e-9).floor() as i64
+}
+
+/// `ceil(start + (position + 1) * 1000.0 / rate - 1e-9)`: when record `position` has arrived.
+fn next_arrival(start: i64, position: i64, rate: f64) -> i64 {
+    (start as f64 + ((position + 1) as f64) * 1000.0 / rate - 1e-9).ceil() as i64
+}
+
+impl AppLoop {
+    /// Run the steps at `wake_at`, then at each next wake-up, while it is before `until`
+    /// and `limit`. Each step: finish the batch in hand if it is done, poll (start the next
+    /// batch, or find when the next record arrives), wake at the batch's end or that
+    /// arrival. A step whose next wake-up is not before `until` stops the loop with
+    /// [`Stop::Poll`]: its poll goes to the machine, whose deadline may come first.
+    pub fn run(
+        &mut self,
+        mut wake_at: i64,
+        until: i64,
+        limit: i64,
+        record_time: &mut impl RecordTime,
+        tally: &mut Tally,
+    ) -> Ran {
+        let mut polled = None;
+        let mut steps = 0;
+        while wake_at < until && wake_at < limit {
+            let t = wake_at;
+            if let Some(busy) = self.busy_until {
+                if t >= busy {
+                    self.apply_batch(tally);
+                    self.busy_until = None;
+                }
+            }
+            let at = self.poll_records(t, record_time);
+            steps += 1;
+            match at {
+                Some(at) if at < until => {
+                    polled = Some(t);
+                    wake_at = if at <= t { t + 1 } else { at };
+                }
+                _ => {
+                    return Ran {
+                        wake_at,
+                        polled,
+                        steps,
+                        stop: Stop::Poll { t, at },
+                    }
+                }
+            }
+        }
+        Ran {
+            wake_at,
+            polled,
+            steps,
+            stop: Stop::Done,
+        }
+    }
+
+    /// Start a batch if records wait (its end), else when the next record arrives
+    /// (`Engine._poll_records`).
+    fn poll_records(&mut self, now: i64, record_time: &mut impl RecordTime) -> Option<i64> {
+        let mut best: Option<i64> = None;
+        let mut any_active = false;
+        for p in &self.partitions {
+            if !p.active {
+                continue;
+            }
+            any_active = true;
+            if p.rate <= 0.0 {
+                continue;
+            }
+            if now > p.start_ms && arrived(now, p.start_ms, p.rate) > p.position {
+                self.start_batch(now, record_time);
+                return self.busy_until;
+            }
+            let t = next_arrival(p.start_ms, p.position, p.rate);
+            if best.is_none_or(|b| t < b) {
+                best = Some(t);
+            }
+        }
+        if any_active {
+            self.rr += 1;
+        }
+        best
+    }
+
+    /// `poll()` returns up to max.poll.records records, partition after partition in turn
+    /// (`Engine._start_batch`).
+    fn start_batch(&mut self, now: i64, record_time: &mut impl RecordTime) {
+        let mut active: Vec<(usize, i64)> = Vec::with_capacity(self.partitions.len());
+        let mut any_available = false;
+        for (i, p) in self.partitions.iter().enumerate() {
+            if !p.active {
+                continue;
+            }
+            let mut available = 0;
+            if p.rate > 0.0 && now > p.start_ms {
+                available = arrived(now, p.start_ms, p.rate) - p.position;
+                if available > 0 {
+                    any_available = true;
+                }
+            }
+            active.push((i, available));
+        }
+        if !any_available {
+            if !active.is_empty() {
+                self.rr += 1;
+            }
+            return;
+        }
+        let mut budget = self.max_poll_records;
+        let first = self.rr.rem_euclid(active.len() as i64) as usize;
+        self.rr += 1;
+        let mut t = now as f64;
+        let mut segments = Vec::new();
+        for k in 0..active.len() {
+            let (i, available) = active[(first + k) % active.len()];
+            if available <= 0 {
+                continue;
+            }
+            let p = &mut self.partitions[i];
+            let n = available.min(budget);
+            let mut completions = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                t += record_time.next();
+                completions.push(t);
+            }
+            segments.push(Segment {
+                partition: i,
+                first_offset: p.position,
+                completions,
+            });
+            p.position += n;
+            budget -= n;
+            if budget == 0 {
+                break;
+            }
+        }
+        self.batch = segments;
+        // the clock's resolution is 1 ms: a poll loop turn takes at least that
+        let end = t.ceil() as i64;
+        self.busy_until = Some(if end > now { end } else { now + 1 });
+    }
+
+    /// Count the batch's records as processed (`Recorder.processed` per segment).
+    fn apply_batch(&mut self, tally: &mut Tally) {
+        for segment in std::mem::take(&mut self.batch) {
+            let p = &mut self.partitions[segment.partition];
+            let n = segment.completions.len() as i64;
+            if n == 0 {
+                continue;
+            }
+            tally.records += n;
+            let first = segment.first_offset;
+            let end = first + n;
+            let seen_end = p.processed_end;
+            if first < seen_end {
+                tally.duplicates += end.min(seen_end) - first;
+            }
+            if end > seen_end {
+                let per_record = 1000.0 / p.rate;
+                let start = p.start_ms as f64;
+                for i in (seen_end - first).max(0)..n {
+                    let lag = segment.completions[i as usize]
+                        - (start + ((first + i + 1) as f64) * per_record);
+                    *tally.lags.entry(lag as i64).or_insert(0) += 1;
+                    if lag > tally.max_lag_ms {
+                        tally.max_lag_ms = lag;
+                    }
+                }
+                p.processed_end = end;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(rate: f64, position: i64) -> AppLoop {
+        AppLoop {
+            partitions: vec![Partition {
+                active: true,
+                position,
+                start_ms: 0,
+                rate,
+                processed_end: position,
+            }],
+            rr: 0,
+            busy_until: None,
+            batch: Vec::new(),
+            max_poll_records: 500,
+        }
+    }
+
+    #[test]
+    fn arithmetic_matches_the_streams_clock() {
+        // 10 records/s: record k arrives at (k + 1) * 100 ms
+        assert_eq!(arrived(100, 0, 10.0), 1);
+        assert_eq!(arrived(99, 0, 10.0), 0);
+        assert_eq!(next_arrival(0, 0, 10.0), 100);
+        assert_eq!(next_arrival(0, 4, 10.0), 500);
+        // 3 records/s: 333.33.. -> 334
+        assert_eq!(next_arrival(0, 0, 3.0), 334);
+        assert_eq!(arrived(1000, 0, 3.0), 3);
+    }
+
+    #[test]
+    fn one_record_per_poll_at_a_low_rate() {
+        let mut app = one(10.0, 0);
+        let mut tally = Tally::default();
+        let mut constant = || 1.0;
+        // the first step finds nothing: wake at the first arrival
+        let ran = app.run(50, 10_000, 1_050, &mut constant, &mut tally);
+        // steps at 50 (nothing), 100 (batch of 1 until 101), 101 (done; wake at 200), ...
+        assert_eq!(ran.stop, Stop::Done);
+        assert_eq!(ran.wake_at, 1_100);
+        assert_eq!(tally.records, 10);
+        assert_eq!(tally.duplicates, 0);
+        // each record waits its 1 ms of processing
+        assert_eq!(tally.lags.get(&1), Some(&10));
+        assert_eq!(app.partitions[0].position, 10);
+        assert_eq!(app.partitions[0].processed_end, 10);
+    }
+
+    #[test]
+    fn a_step_whose_next_wake_up_is_past_until_asks_the_machine() {
+        // record 0 (arrived at 100) already taken: the next arrives at 200
+        let mut app = one(10.0, 1);
+        let mut tally = Tally::default();
+        let mut constant = || 1.0;
+        let ran = app.run(101, 150, 10_000, &mut constant, &mut tally);
+        assert_eq!(
+            ran.stop,
+            Stop::Poll {
+                t: 101,
+                at: Some(200)
+            }
+        );
+        assert_eq!(ran.steps, 1);
+    }
+
+    #[test]
+    fn duplicates_count_what_another_owner_already_processed() {
+        let mut app = one(10.0, 0);
+        app.partitions[0].processed_end = 3;
+        let mut tally = Tally::default();
+        let mut constant = || 1.0;
+        app.run(0, 10_000, 500, &mut constant, &mut tally);
+        assert_eq!(tally.records, 4);
+        assert_eq!(tally.duplicates, 3);
+        assert_eq!(tally.lags.values().sum::<i64>(), 1);
+    }
+
+    use proptest::prelude::*;
+
+    fn partitions() -> impl Strategy<Value = Vec<Partition>> {
+        prop::collection::vec((any::<bool>(), 0i64..50, 0i64..500, 1.0f64..400.0), 1..5).prop_map(
+            |ps| {
+                ps.into_iter()
+                    .map(|(active, position, start_ms, rate)| Partition {
+                        active,
+                        position,
+                        start_ms,
+                        rate,
+                        processed_end: position,
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    proptest! {
+        /// The engine runs the loop in pieces, up to whatever event comes next: stopping at
+        /// any limit and resuming from the wake-up it returns gives the same state and counts
+        /// as one run.
+        #[test]
+        fn running_in_pieces_is_running_once(
+            parts in partitions(),
+            max_poll_records in 1i64..20,
+            record_ms in 0.0f64..30.0,
+            start in 0i64..100,
+            split in 1i64..5_000,
+            end in 5_000i64..10_000,
+        ) {
+            let app_before = parts.clone();
+            let app = AppLoop { partitions: parts, rr: 0, busy_until: None, batch: Vec::new(), max_poll_records };
+            let mut once = app.clone();
+            let mut whole = Tally::default();
+            let a = once.run(start, i64::MAX, end, &mut || record_ms, &mut whole);
+            let mut pieces = app;
+            let mut tally = Tally::default();
+            let first = pieces.run(start, i64::MAX, start + split, &mut || record_ms, &mut tally);
+            if first.stop == Stop::Done {
+                let b = pieces.run(first.wake_at, i64::MAX, end, &mut || record_ms, &mut tally);
+                if a.stop == Stop::Done {
+                    prop_assert_eq!(b.wake_at, a.wake_at);
+                    prop_assert_eq!(first.steps + b.steps, a.steps);
+                    prop_assert_eq!(&pieces, &once);
+                    prop_assert_eq!(&tally, &whole);
+                }
+            }
+            // nothing is taken before it arrives, and every record taken is counted once
+            // its batch is done (the batch in hand is not counted yet)
+            let mut taken = 0;
+            for (p, before) in once.partitions.iter().zip(&app_before) {
+                if p.active && p.position > before.position {
+                    prop_assert!(a.wake_at > p.start_ms);
+                    prop_assert!(p.position <= arrived(a.wake_at, p.start_ms, p.rate));
+                }
+                taken += p.position - before.position;
+            }
+            let in_hand: i64 = once.batch.iter().map(|s| s.completions.len() as i64).sum();
+            prop_assert_eq!(whole.records, taken - in_hand);
+            prop_assert_eq!(whole.duplicates, 0);
+            prop_assert_eq!(whole.lags.values().sum::<i64>(), whole.records);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! `_core.app_loop`: the simulator's application loop for one member
+//! ([`crate::app_loop`]), on plain tuples and lists the engine builds from its process.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::app_loop::{AppLoop, Partition, Segment, Stop, Tally};
+
+/// A partition as the engine passes it: (active, position, start_ms, rate, processed_end).
+type PartitionIn = (bool, i64, i64, f64, i64);
+/// A batch segment: (partition index, first offset, completion times).
+type SegmentInOut = (usize, i64, Vec<f64>);
+/// (positions and processed ends, rr, busy_until, batch)
+type AppState = (Vec<(i64, i64)>, i64, Option<i64>, Vec<SegmentInOut>);
+/// (wake_at, polled, steps, the step to ask the machine about: (t, at))
+type Steps = (i64, Option<i64>, u64, Option<(i64, Option<i64>)>);
+/// (records, duplicates, max_lag_ms, [(lag ms, records)])
+type Counts = (i64, i64, f64, Vec<(i64, i64)>);
+
+/// `app_loop(partitions, batch, rr, busy_until, wake_at, until, limit, max_poll_records,
+/// record_ms, sample, max_lag_ms)`: run the process's application steps from `wake_at`
+/// while they are before `until` and `limit` (see `Engine._catch_up`). `record_ms` is the
+/// constant processing time of a record, or `None`: `sample()` draws each.
+#[pyfunction]
+#[pyo3(signature = (partitions, batch, rr, busy_until, wake_at, until, limit, max_poll_records, record_ms, sample, max_lag_ms))]
+#[allow(clippy::too_many_arguments)]
+pub fn app_loop(
+    partitions: Vec<PartitionIn>,
+    batch: Vec<SegmentInOut>,
+    rr: i64,
+    busy_until: Option<i64>,
+    wake_at: i64,
+    until: i64,
+    limit: i64,
+    max_poll_records: i64,
+    record_ms: Option<f64>,
+    sample: &Bound<'_, PyAny>,
+    max_lag_ms: f64,
+) -> PyResult<(AppState, Steps, Counts)> {
+    if max_poll_records < 1 {
+        return Err(PyValueError::new_err(format!(
+            "max_poll_records must be >= 1, got {max_poll_records}"
+        )));
+    }
+    let count = partitions.len();
+    let mut app = AppLoop {
+        partitions: partitions
+            .into_iter()
+            .map(
+                |(active, position, start_ms, rate, processed_end)| Partition {
+                    active,
+                    position,
+                    start_ms,
+                    rate,
+                    processed_end,
+                },
+            )
+            .collect(),
+        rr,
+        busy_until,
+        batch: Vec::with_capacity(batch.len()),
+        max_poll_records,
+    };
+    for (partition, first_offset, completions) in batch {
+        if partition >= count {
+            return Err(PyValueError::new_err(format!(
+                "batch names partition {partition} of {count}"
+            )));
+        }
+        app.batch.push(Segment {
+            partition,
+            first_offset,
+            completions,
+        });
+    }
+    let mut tally = Tally {
+        max_lag_ms,
+        ..Tally::default()
+    };
+    let mut failed: Option<PyErr> = None;
+    let ran = match record_ms {
+        Some(value) => app.run(wake_at, until, limit, &mut || value, &mut tally),
+        None => {
+            let mut draw = || match sample.call0().and_then(|v| v.extract::<f64>()) {
+                Ok(v) => v,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    0.0
+                }
+            };
+            app.run(wake_at, until, limit, &mut draw, &mut tally)
+        }
+    };
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let state = (
+        app.partitions
+            .iter()
+            .map(|p| (p.position, p.processed_end))
+            .collect(),
+        app.rr,
+        app.busy_until,
+        app.batch
+            .into_iter()
+            .map(|s| (s.partition, s.first_offset, s.completions))
+            .collect(),
+    );
+    let poll = match ran.stop {
+        Stop::Done => None,
+        Stop::Poll { t, at } => Some((t, at)),
+    };
+    let mut lags: Vec<(i64, i64)> = tally.lags.into_iter().collect();
+    lags.sort_unstable();
+    Ok((
+        state,
+        (ran.wake_at, ran.polled, ran.steps, poll),
+        (tally.records, tally.duplicates, tally.max_lag_ms, lags),
+    ))
+}
