@@ -15,6 +15,7 @@ __all__ = [
     "SYNC",
     "Expired",
     "MemberExpiry",
+    "ServerTarget",
     "TimerWheel",
     "__version__",
     "app_loop",
@@ -288,6 +289,23 @@ def assign_server(
 ) -> dict[str, dict[str, tuple[int, ...]]]:
     """Run KIP-848 server-side assignor ``kind`` ("uniform" or "range") on members with
     ``topics``, ``rack`` and ``instance_id`` attributes; {member: {topic: (partition, ...)}}."""
+
+@final
+class ServerTarget:
+    """A group's KIP-848 target assignment kept between computations (``assign_server``
+    with the kept target as ``current``, then keeping the result)."""
+
+    def __new__(cls, kind: str) -> Self: ...
+    def assign(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        members: Mapping[str, Any],
+        partition_racks: Mapping[Any, Any] | None = None,
+    ) -> dict[str, dict[str, tuple[int, ...]]]: ...
+    def clear(self) -> None: ...
+    @property
+    def kind(self) -> str: ...
+    def __len__(self) -> int: ...
 
 # =====================================================================================
 # END assignors

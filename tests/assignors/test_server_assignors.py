@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from groupcoord import RangeAssignor as ClassicRange
 from groupcoord import Subscription, TopicPartition
 from groupcoord.assignors.server import (
+    GroupTarget,
     RangeAssignor,
     ServerAssignor,
     ServerMember,
@@ -266,3 +267,51 @@ def test_server_member_checks_its_fields() -> None:
         ServerMember("orders")
     with pytest.raises(InvalidAssignorInput, match="rack must be str or None"):
         ServerMember(["t"], rack=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", SERVER, ids=lambda c: c.name)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=server_groups(max_members=25), data=st.data())
+def test_a_kept_target_is_assign_with_the_previous_result_as_current(
+    cls: type[ServerAssignor], g: ServerGroup, data: st.DataObject
+) -> None:
+    """GroupTarget (both backends) over a run of changes (members leave, join, resubscribe;
+    topics grow, vanish) gives what assign(current=previous result) gives."""
+    kept = {b: GroupTarget(cls(backend=b)) for b in ("rust", "python")}
+    members, topics = dict(g.members), dict(g.topics)
+    previous: Target | None = None
+    for _ in range(data.draw(st.integers(1, 6))):
+        want = cls().assign(members, topics, current=previous, partition_racks=g.partition_racks)
+        for target in kept.values():
+            assert target.assign(members, topics, partition_racks=g.partition_racks) == want
+        previous = want
+        change = data.draw(st.sampled_from(["leave", "join", "resubscribe", "grow", "drop"]))
+        if change == "leave" and len(members) > 1:
+            members.pop(data.draw(st.sampled_from(sorted(members))))
+        elif change == "join":
+            members[f"new-{len(members)}"] = ServerMember(sorted(topics)[:2])
+        elif change == "resubscribe":
+            m = data.draw(st.sampled_from(sorted(members)))
+            members[m] = ServerMember(sorted(topics)[-1:], members[m].rack, members[m].instance_id)
+        elif change == "grow":
+            t = data.draw(st.sampled_from(sorted(topics)))
+            topics[t] += data.draw(st.integers(1, 5))
+        elif change == "drop" and len(topics) > 1:
+            topics.pop(data.draw(st.sampled_from(sorted(topics))))
+
+
+def test_a_kept_target_refuses_bad_input_and_keeps_the_previous_one() -> None:
+    target = GroupTarget(UniformAssignor())
+    members = {"a": ServerMember(["t"]), "b": ServerMember(["t"])}
+    first = target.assign(members, {"t": 4})
+    with pytest.raises(InvalidAssignorInput):
+        target.assign({"a": "not a member"}, {"t": 4})  # type: ignore[dict-item]
+    with pytest.raises(InvalidAssignorInput):
+        target.assign(members, {"t": -1})
+    # unchanged: the kept target is still the first result
+    assert target.assign(members, {"t": 4}) == first
+    assert target.assign({"a": ServerMember(["t"])}, {"t": 4}) == {"a": {"t": (0, 1, 2, 3)}}
+    target.clear()
+    assert "GroupTarget" in repr(target)
+    with pytest.raises(InvalidAssignorInput, match="server-side assignor"):
+        GroupTarget(ClassicRange())  # type: ignore[arg-type]

@@ -2,15 +2,21 @@
 //! members described by topic names and racks, sticky to the current target
 //! assignment; results as `{member_id: {topic: (partition, ...)}}`, a shape `current`
 //! is taken in, so a result can be passed back as the next `current`.
+//!
+//! `_core.ServerTarget`: the same, with the target assignment kept here between calls
+//! (a coordinator recomputes its group's target on every change): the previous target
+//! is not read back from a million Python ints, which at 10,000 members was most of
+//! the time of a recomputation after one member left.
 
 use super::assign_input::{as_dict, read_partition_racks, read_topics};
 use super::errors::{from_assign_error, invalid_input, py_repr};
-use crate::assign::model::{MemberSpec, TopicId};
+use crate::assign::model::{DenseId, GroupModel, MemberSpec, TopicId};
 use crate::assign::ServerAlgorithm;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
+use rustc_hash::FxHashMap;
 
 /// `assign_server(kind, partitions_per_topic, members, current=None, partition_racks=None)`
 #[pyfunction]
@@ -23,22 +29,177 @@ pub fn assign_server<'py>(
     current: Option<&Bound<'py, PyAny>>,
     partition_racks: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let algorithm = ServerAlgorithm::from_name(kind)
-        .ok_or_else(|| invalid_input(py, format!("unknown server-side assignor {kind:?}")))?;
+    let algorithm = algorithm(py, kind)?;
+    let current = match current {
+        Some(obj) if !obj.is_none() => Current::Given(as_dict(obj, "current")?),
+        _ => Current::Nothing,
+    };
+    let ran = run(
+        py,
+        algorithm,
+        partitions_per_topic,
+        members,
+        current,
+        partition_racks,
+    )?;
+    result(py, &ran)
+}
+
+/// `ServerTarget(kind)`: a group's target assignment, kept between computations.
+#[pyclass(name = "ServerTarget", module = "groupcoord._core")]
+pub struct ServerTargetPy {
+    algorithm: ServerAlgorithm,
+    kind: String,
+    /// the topics of the kept target, by the index `held` uses
+    topic_names: Vec<String>,
+    /// member id -> its partitions in the kept target, as (index in `topic_names`, partition)
+    held: FxHashMap<String, Vec<(u32, i64)>>,
+}
+
+#[pymethods]
+impl ServerTargetPy {
+    #[new]
+    fn new(py: Python<'_>, kind: &str) -> PyResult<Self> {
+        Ok(Self {
+            algorithm: algorithm(py, kind)?,
+            kind: kind.to_owned(),
+            topic_names: Vec::new(),
+            held: FxHashMap::default(),
+        })
+    }
+
+    /// `assign(partitions_per_topic, members, partition_racks=None)`: the new target,
+    /// sticky to the kept one (as `assign_server` with it as `current`); then kept.
+    #[pyo3(signature = (partitions_per_topic, members, partition_racks=None))]
+    fn assign<'py>(
+        &mut self,
+        py: Python<'py>,
+        partitions_per_topic: &Bound<'py, PyAny>,
+        members: &Bound<'py, PyAny>,
+        partition_racks: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ran = run(
+            py,
+            self.algorithm,
+            partitions_per_topic,
+            members,
+            Current::Kept {
+                topic_names: &self.topic_names,
+                held: &self.held,
+            },
+            partition_racks,
+        )?;
+        let out = result(py, &ran)?;
+        self.keep(&ran.model, &ran.plan);
+        Ok(out)
+    }
+
+    /// Forget the kept target (the next `assign` starts fresh).
+    fn clear(&mut self) {
+        self.topic_names.clear();
+        self.held.clear();
+    }
+
+    #[getter]
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Members in the kept target.
+    fn __len__(&self) -> usize {
+        self.held.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ServerTarget({:?}, members={}, partitions={})",
+            self.kind,
+            self.held.len(),
+            self.held.values().map(Vec::len).sum::<usize>()
+        )
+    }
+}
+
+impl ServerTargetPy {
+    fn keep(&mut self, model: &GroupModel, plan: &[Vec<DenseId>]) {
+        self.topic_names.clone_from(&model.topic_names);
+        self.held.clear();
+        for (member, partitions) in model.members.iter().zip(plan) {
+            let mut t = 0usize;
+            let held = partitions
+                .iter()
+                .map(|&p| {
+                    while model.offsets[t + 1] <= p {
+                        t += 1;
+                    }
+                    (t as u32, i64::from(p - model.offsets[t]))
+                })
+                .collect();
+            self.held.insert(member.id.clone(), held);
+        }
+    }
+}
+
+fn algorithm(py: Python<'_>, kind: &str) -> PyResult<ServerAlgorithm> {
+    ServerAlgorithm::from_name(kind)
+        .ok_or_else(|| invalid_input(py, format!("unknown server-side assignor {kind:?}")))
+}
+
+/// Where the current target assignment comes from.
+enum Current<'a, 'py> {
+    Nothing,
+    /// `{member_id: {topic: partitions}}` from the caller
+    Given(Bound<'py, PyDict>),
+    /// a [`ServerTargetPy`]'s
+    Kept {
+        topic_names: &'a [String],
+        held: &'a FxHashMap<String, Vec<(u32, i64)>>,
+    },
+}
+
+type Plan = Vec<Vec<DenseId>>;
+
+/// A computation: the model, its plan, the caller's topic name objects (by topic id) and
+/// member id objects (by id), reused in the result.
+struct Ran<'py> {
+    model: GroupModel,
+    plan: Plan,
+    names: Vec<Bound<'py, PyString>>,
+    keys: FxHashMap<String, Bound<'py, PyString>>,
+}
+
+/// Read the group and run the algorithm.
+fn run<'py>(
+    py: Python<'py>,
+    algorithm: ServerAlgorithm,
+    partitions_per_topic: &Bound<'py, PyAny>,
+    members: &Bound<'py, PyAny>,
+    current: Current<'_, 'py>,
+    partition_racks: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Ran<'py>> {
     let topics = as_dict(partitions_per_topic, "partitions_per_topic")?;
     let members = as_dict(members, "members")?;
-    let current = match current {
-        Some(obj) if !obj.is_none() => Some(as_dict(obj, "current")?),
-        _ => None,
+    // range ignores the current assignment (as Kafka's), so it is not even read: at
+    // 10,000 members its million single-partition entries cost more than assigning
+    let current = if algorithm == ServerAlgorithm::Range {
+        Current::Nothing
+    } else {
+        current
     };
     let (mut builder, names) = read_topics(&topics)?;
-    let mut keys = rustc_hash::FxHashMap::default();
+    // a kept target names topics by index: their ids in this model, looked up once
+    let kept_topics: Vec<Option<TopicId>> = match &current {
+        Current::Kept { topic_names, .. } => {
+            topic_names.iter().map(|n| builder.topic_id(n)).collect()
+        }
+        _ => Vec::new(),
+    };
+    let mut keys = FxHashMap::default();
     let mut specs = Vec::with_capacity(members.len());
     // Members with equal subscriptions usually share one topics object (the coordinator
     // interns them): resolve each object once, by address. `alive` holds every object
     // seen, so no address is reused for another one while we read.
-    let mut resolved: rustc_hash::FxHashMap<usize, std::sync::Arc<[TopicId]>> =
-        rustc_hash::FxHashMap::default();
+    let mut resolved: FxHashMap<usize, std::sync::Arc<[TopicId]>> = FxHashMap::default();
     let mut alive = Vec::new();
     for (member_id, member) in members.iter() {
         let member_id = member_id
@@ -76,14 +237,21 @@ pub fn assign_server<'py>(
         if !instance.is_none() {
             spec.instance_id = Some(instance.extract()?);
         }
-        // range ignores the current assignment (as Kafka's), so it is not even read: at
-        // 10,000 members its million single-partition entries cost more than assigning
-        let current = current
-            .as_ref()
-            .filter(|_| algorithm != ServerAlgorithm::Range);
-        if let Some(current) = current {
-            if let Some(held) = current.get_item(&member_id)? {
-                read_held(&builder, &member_id, &held, &mut spec.owned)?;
+        match &current {
+            Current::Nothing => {}
+            Current::Given(current) => {
+                if let Some(held) = current.get_item(&member_id)? {
+                    read_held(&builder, &member_id, &held, &mut spec.owned)?;
+                }
+            }
+            Current::Kept { held, .. } => {
+                if let Some(held) = held.get(&id) {
+                    spec.owned.reserve(held.len());
+                    spec.owned.extend(
+                        held.iter()
+                            .filter_map(|&(t, p)| kept_topics[t as usize].map(|t| (t, p))),
+                    );
+                }
             }
         }
         specs.push(spec);
@@ -95,10 +263,21 @@ pub fn assign_server<'py>(
     read_partition_racks(&mut builder, partition_racks)?;
     let model = builder.build().map_err(|e| from_assign_error(py, &e))?;
     let plan = py.detach(|| algorithm.run(&model));
+    Ok(Ran {
+        model,
+        plan,
+        names,
+        keys,
+    })
+}
 
+/// `{member_id: {topic: (partition, ...)}}` of a plan.
+fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let (model, names, keys) = (&ran.model, &ran.names, &ran.keys);
+    let plan = &ran.plan;
     let result = PyDict::new(py);
     let mut runs = RunTuples::default();
-    for (member, partitions) in model.members.iter().zip(&plan) {
+    for (member, partitions) in model.members.iter().zip(plan) {
         let assignment = PyDict::new(py);
         let mut t = 0usize;
         let mut start = 0usize;
