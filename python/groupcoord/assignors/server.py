@@ -33,6 +33,11 @@ never at the cost of balance. (Kafka 4.x's server-side assignors ignore racks.)
 
 ``backend="rust"`` (default) runs ``groupcoord._core``; ``backend="python"`` the
 pure-Python reference (:mod:`groupcoord.reference.assign`), same output.
+
+A coordinator keeps each group's target between computations: :class:`GroupTarget`
+(``GroupTarget(UniformAssignor()).assign(members, topics)``) does that, inside the
+extension with the Rust backend, so the previous target is not read back from Python
+objects on every change.
 """
 
 from __future__ import annotations
