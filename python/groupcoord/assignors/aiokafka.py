@@ -47,7 +47,7 @@ from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped]
 from groupcoord.assignors.base import Assignor, RebalanceProtocol
 from groupcoord.errors import InvalidPayload
 from groupcoord.protocol import encode_sticky_user_data, encode_subscription
-from groupcoord.reference.assign import OwnershipSource
+from groupcoord.protocol.consumer import OwnershipSource
 from groupcoord.types import Subscription, TopicPartition
 
 __all__ = ["AiokafkaAssignor", "EncodedMemberAssignment", "adapt"]

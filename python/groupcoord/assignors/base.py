@@ -28,6 +28,7 @@ from groupcoord.protocol import (
     decode_subscription,
     encode_assignment,
 )
+from groupcoord.protocol.consumer import OwnershipSource
 from groupcoord.reference import assign as reference
 from groupcoord.types import Assignment, Subscription, TopicPartition
 
@@ -68,7 +69,7 @@ class Assignor(BackendChoice):
     name: ClassVar[str]
     #: the algorithm key understood by ``_core`` and by the reference
     kind: ClassVar[str]
-    ownership: ClassVar[reference.OwnershipSource] = reference.OwnershipSource.NONE
+    ownership: ClassVar[OwnershipSource] = OwnershipSource.NONE
     #: rebalance protocols this assignor supports, preferred first (as Java's supportedProtocols)
     supported_protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
 
@@ -165,7 +166,7 @@ class Assignor(BackendChoice):
         generation = -1
         # A leader cannot refuse to assign: user data it cannot read is ignored with a
         # warning, as Java's assignors do (rust/src/bindings/assign_input.rs does the same).
-        if self.ownership is reference.OwnershipSource.STICKY:
+        if self.ownership is OwnershipSource.STICKY:
             if sub.owned_partitions:
                 owned, generation = tuple(sub.owned_partitions), sub.generation_id
             elif sub.user_data:
@@ -178,7 +179,7 @@ class Assignor(BackendChoice):
                 else:
                     owned = tuple(partitions)
                     generation = -1 if user_generation is None else user_generation
-        elif self.ownership is reference.OwnershipSource.COOPERATIVE:
+        elif self.ownership is OwnershipSource.COOPERATIVE:
             owned, generation = tuple(sub.owned_partitions), sub.generation_id
             if generation == -1 and sub.user_data:
                 try:

@@ -16,7 +16,7 @@ from groupcoord.assignors.input_checks import (
 )
 from groupcoord.errors import InvalidAssignorInput, InvalidPayload
 from groupcoord.protocol import decode_subscription, encode_assignment
-from groupcoord.reference.assign import OwnershipSource
+from groupcoord.protocol.consumer import OwnershipSource
 from groupcoord.types import Assignment, Subscription
 
 

@@ -56,7 +56,7 @@ from kafka.protocol.consumer.metadata import (  # type: ignore[import-untyped]
 from groupcoord.assignors.base import Assignor, RebalanceProtocol
 from groupcoord.errors import InvalidPayload
 from groupcoord.protocol import encode_cooperative_user_data, encode_sticky_user_data
-from groupcoord.reference.assign import OwnershipSource
+from groupcoord.protocol.consumer import OwnershipSource
 from groupcoord.types import TopicPartition
 
 __all__ = ["EncodedConsumerProtocolAssignment", "KafkaPythonAssignor", "adapt"]

@@ -98,8 +98,8 @@ from groupcoord.protocol import (
     encode_sticky_user_data,
     encode_subscription,
 )
+from groupcoord.protocol.consumer import OwnershipSource
 from groupcoord.protocol.group_messages import error_response
-from groupcoord.reference.assign import OwnershipSource
 from groupcoord.types import Subscription, TopicPartition
 
 __all__ = ["MemberMachine"]

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from enum import Enum
 from functools import partial
 from itertools import repeat
 from typing import Final
@@ -55,6 +56,7 @@ __all__ = [
     "ASSIGNMENT_MAX_VERSION",
     "SUBSCRIPTION_MAX_VERSION",
     "BytesLike",
+    "OwnershipSource",
     "decode_assignment",
     "decode_cooperative_user_data",
     "decode_sticky_user_data",
@@ -66,6 +68,21 @@ __all__ = [
     "encode_sticky_user_data",
     "encode_subscription",
 ]
+
+
+class OwnershipSource(Enum):
+    """Where an assignor reads a member's previously owned partitions from, in its
+    subscription."""
+
+    #: range and round-robin ignore ownership.
+    NONE = "none"
+    #: sticky (KIP-54, eager): owned_partitions + generation_id (subscription v1/v2),
+    #: else StickyAssignorUserData V1/V0 in user_data.
+    STICKY = "sticky"
+    #: cooperative-sticky (KIP-429): owned_partitions + generation_id, the generation
+    #: falling back to CooperativeStickyAssignor user data (an int32).
+    COOPERATIVE = "cooperative"
+
 
 #: Highest ConsumerProtocolSubscription version this module writes and fully understands.
 SUBSCRIPTION_MAX_VERSION: Final = 3

@@ -9,7 +9,6 @@ from groupcoord.reference.assign.cooperative import assign_cooperative_sticky
 from groupcoord.reference.assign.model import (
     GroupModel,
     MemberInput,
-    OwnershipSource,
     build_model,
     owned_claim,
 )
@@ -22,7 +21,6 @@ from groupcoord.reference.assign.uniform import assign_uniform
 __all__ = [
     "GroupModel",
     "MemberInput",
-    "OwnershipSource",
     "Racks",
     "assign_cooperative_sticky",
     "assign_range",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 
 from groupcoord.errors import InvalidAssignorInput
 from groupcoord.reference.assign.rack import Racks, intern_racks
@@ -21,19 +20,6 @@ MAX_PARTITIONS_PER_TOPIC = 2**31 - 1
 # The Rust core numbers a group's partitions densely in a u32 with u32::MAX meaning "no
 # owner" (rust/src/assign/model.rs); the reference holds the same limit so both refuse alike.
 MAX_PARTITIONS_PER_GROUP = 2**32 - 2
-
-
-class OwnershipSource(Enum):
-    """Where an assignor reads a member's previously owned partitions from."""
-
-    #: range and round-robin ignore ownership.
-    NONE = "none"
-    #: sticky (KIP-54, eager): owned_partitions + generation_id (subscription v1/v2),
-    #: else StickyAssignorUserData V1/V0 in user_data.
-    STICKY = "sticky"
-    #: cooperative-sticky (KIP-429): owned_partitions + generation_id, the generation
-    #: falling back to CooperativeStickyAssignor user data (an int32).
-    COOPERATIVE = "cooperative"
 
 
 @dataclass(frozen=True, slots=True)
