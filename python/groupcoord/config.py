@@ -40,7 +40,8 @@ def _as_int(name: str, value: object) -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CoordinatorConfig:
-    """Broker settings of the classic group coordinator (Kafka defaults).
+    """Broker settings of the group coordinator (Kafka defaults): classic groups, and the
+    ``group.consumer.*`` settings of KIP-848 consumer groups.
 
     ``group_max_size`` defaults to Kafka's ``Integer.MAX_VALUE``: unbounded in practice.
     ``new_member_join_timeout_ms`` is not a Kafka setting but Kafka's hard-coded
@@ -54,6 +55,15 @@ class CoordinatorConfig:
     group_max_size: int = INT32_MAX
     offset_metadata_max_bytes: int = 4_096
     new_member_join_timeout_ms: int = 300_000
+    # KIP-848 consumer groups: the coordinator, not the member, decides the session
+    # timeout and the heartbeat interval; the min/max bounds constrain the defaults.
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_max_size: int = INT32_MAX
 
     #: Kafka setting name -> attribute name, for the settings Kafka has.
     KAFKA_NAMES: ClassVar[Mapping[str, str]] = {
@@ -62,6 +72,13 @@ class CoordinatorConfig:
         "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
         "group.max.size": "group_max_size",
         "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+        "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
+        "group.consumer.min.session.timeout.ms": "group_consumer_min_session_timeout_ms",
+        "group.consumer.max.session.timeout.ms": "group_consumer_max_session_timeout_ms",
+        "group.consumer.heartbeat.interval.ms": "group_consumer_heartbeat_interval_ms",
+        "group.consumer.min.heartbeat.interval.ms": "group_consumer_min_heartbeat_interval_ms",
+        "group.consumer.max.heartbeat.interval.ms": "group_consumer_max_heartbeat_interval_ms",
+        "group.consumer.max.size": "group_consumer_max_size",
     }
 
     def __post_init__(self) -> None:
@@ -80,6 +97,32 @@ class CoordinatorConfig:
                 "group.min.session.timeout.ms "
                 f"({self.group_min_session_timeout_ms}) must not exceed "
                 f"group.max.session.timeout.ms ({self.group_max_session_timeout_ms})"
+            )
+        if self.group_consumer_max_size < 1:
+            raise ConfigError(
+                f"group.consumer.max.size must be at least 1, got {self.group_consumer_max_size}"
+            )
+        self._check_bounded("session.timeout.ms")
+        self._check_bounded("heartbeat.interval.ms")
+        # Kafka's GroupCoordinatorConfig: a member must get several heartbeats in per session.
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms "
+                f"({self.group_consumer_heartbeat_interval_ms}) must be less than "
+                f"group.consumer.session.timeout.ms ({self.group_consumer_session_timeout_ms})"
+            )
+
+    def _check_bounded(self, suffix: str) -> None:
+        """``group.consumer.min.X <= group.consumer.X <= group.consumer.max.X``."""
+        attr = "group_consumer_" + suffix.replace(".", "_")
+        low, value, high = (
+            getattr(self, attr.replace("group_consumer_", f"group_consumer_{b}"))
+            for b in ("min_", "", "max_")
+        )
+        if not low <= value <= high:
+            raise ConfigError(
+                f"group.consumer.{suffix} ({value}) must be within "
+                f"[group.consumer.min.{suffix} ({low}), group.consumer.max.{suffix} ({high})]"
             )
 
     @classmethod

@@ -722,6 +722,13 @@ class VoterNotFoundError(KafkaError):
     name = "VOTER_NOT_FOUND"
 
 
+class InvalidRegularExpressionError(KafkaError):
+    """A ConsumerGroupHeartbeat's ``subscribed_topic_regex`` that does not compile (KIP-848)."""
+
+    code = 128
+    name = "INVALID_REGULAR_EXPRESSION"
+
+
 class ClientError(KafkaError):
     """An error a Kafka client decides on its own; no broker sends it (``code`` -1)."""
 

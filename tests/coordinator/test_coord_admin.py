@@ -157,6 +157,13 @@ def test_config_defaults_are_kafkas() -> None:
         "group.initial.rebalance.delay.ms": 3000,
         "group.max.size": 2**31 - 1,
         "offset.metadata.max.bytes": 4096,
+        "group.consumer.session.timeout.ms": 45_000,
+        "group.consumer.min.session.timeout.ms": 45_000,
+        "group.consumer.max.session.timeout.ms": 60_000,
+        "group.consumer.heartbeat.interval.ms": 5_000,
+        "group.consumer.min.heartbeat.interval.ms": 5_000,
+        "group.consumer.max.heartbeat.interval.ms": 15_000,
+        "group.consumer.max.size": 2**31 - 1,
         "new_member_join_timeout_ms": 300_000,
     }
 

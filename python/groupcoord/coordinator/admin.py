@@ -112,6 +112,19 @@ def handle_list_groups(rb: Rebalancer, req: ListGroupsRequest) -> None:
                     group_state=group.state.value,
                 )
             )
+    if not types or "consumer" in types:
+        for cg in rb.consumer_groups.values():
+            state = cg.state.value
+            if states and state.lower() not in states:
+                continue
+            listed.append(
+                ListedGroup(
+                    group_id=cg.group_id,
+                    protocol_type="consumer",
+                    group_state=state,
+                    group_type="consumer",
+                )
+            )
     rb.out.append(
         ListGroupsResponse(version=req.version, correlation=req.correlation, groups=tuple(listed))
     )
@@ -123,7 +136,17 @@ def handle_delete_groups(rb: Rebalancer, req: DeleteGroupsRequest) -> None:
     failed write brings it back as it was and answers COORDINATOR_NOT_AVAILABLE."""
     errors: dict[str, ErrorClass] = {}
     doomed: list[tuple[Group, tuple[GroupState, GroupState | None, int]]] = []
+    doomed_consumer: list[str] = []
     for group_id in dict.fromkeys(req.groups_names):
+        consumer_group = rb.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            # only an empty consumer group may go (Kafka's validateDeleteGroup)
+            if consumer_group.is_empty():
+                errors[group_id] = None
+                doomed_consumer.append(group_id)
+            else:
+                errors[group_id] = NonEmptyGroupError
+            continue
         group = rb.groups.get(group_id)
         if group is None or group.state is _DEAD:
             errors[group_id] = GroupIdNotFoundError
@@ -133,10 +156,11 @@ def handle_delete_groups(rb: Rebalancer, req: DeleteGroupsRequest) -> None:
             errors[group_id] = None
             doomed.append((group, (group.state, group.previous_state, group.state_timestamp_ms)))
             group.transition_to(_DEAD, rb.now)
-    if doomed:
+    if doomed or doomed_consumer:
         rb.persist(
-            tuple(GroupTombstone(group.group_id) for group, _ in doomed),
-            partial(_on_deleted, rb, req, errors, doomed),
+            tuple(GroupTombstone(group.group_id) for group, _ in doomed)
+            + tuple(GroupTombstone(group_id) for group_id in doomed_consumer),
+            partial(_on_deleted, rb, req, errors, doomed, doomed_consumer),
         )
         return
     _respond(rb, req, errors)
@@ -147,8 +171,19 @@ def _on_deleted(
     req: DeleteGroupsRequest,
     errors: dict[str, ErrorClass],
     doomed: list[tuple[Group, tuple[GroupState, GroupState | None, int]]],
+    doomed_consumer: list[str],
     ok: bool,
 ) -> None:
+    for group_id in doomed_consumer:
+        consumer_group = rb.consumer_groups.get(group_id)
+        if not ok:
+            errors[group_id] = CoordinatorNotAvailableError
+        elif consumer_group is not None and consumer_group.is_empty():
+            # (a member that joined meanwhile keeps the group, as it would have in Kafka,
+            # where the delete and the join are ordered)
+            del rb.consumer_groups[group_id]
+            rb.expiry.remove_group(group_id)
+            log.info("consumer group %s deleted", group_id)
     for group, before in doomed:
         group_id = group.group_id
         if not ok:

@@ -1,4 +1,6 @@
-"""OffsetCommit (v0-v9) and OffsetFetch (v0-v9), as Kafka's classic coordinator handles them.
+"""OffsetCommit (v0-v9) and OffsetFetch (v0-v9), as Kafka's coordinator handles them for
+classic groups and KIP-848 consumer groups (whose members commit with their member epoch:
+STALE_MEMBER_EPOCH when it is not the current one, as Kafka's ``ConsumerGroup`` checks).
 
 A commit is fenced by generation and member (simple consumers and admins commit with
 generation -1 while the group is Empty), checked against offset.metadata.max.bytes, and
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 
+from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
@@ -37,7 +40,9 @@ from groupcoord.errors import (
     IllegalGenerationError,
     OffsetMetadataTooLargeError,
     RebalanceInProgressError,
+    StaleMemberEpochError,
     UnknownMemberIdError,
+    UnsupportedVersionError,
 )
 from groupcoord.types import TopicPartition
 
@@ -81,6 +86,33 @@ def _validate_offset_commit(
     return None
 
 
+def _validate_consumer_commit(group: ConsumerGroup, req: OffsetCommitRequest) -> ErrorClass:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit`` (non-transactional commits)."""
+    epoch = req.generation_id_or_member_epoch
+    if epoch < 0 and group.is_empty():
+        return None  # an admin or a consumer without group management
+    member = group.members.get(req.member_id)
+    if member is None:
+        return UnknownMemberIdError
+    if req.version < 9:
+        return UnsupportedVersionError  # members of consumer groups commit with v9+
+    if epoch != member.member_epoch:
+        return StaleMemberEpochError
+    return None
+
+
+def _validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorClass:
+    """Kafka's ``ConsumerGroup.validateOffsetFetch``."""
+    if member_id is None and epoch < 0:
+        return None  # an admin, or a client that does not say
+    member = group.members.get(member_id or "")
+    if member is None:
+        return UnknownMemberIdError
+    if epoch != member.member_epoch:
+        return StaleMemberEpochError
+    return None
+
+
 def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     now = rb.now
     requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
@@ -88,8 +120,13 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
         for p in topic.partitions:
             requested[TopicPartition(topic.name, p.partition_index)] = p
     generation = req.generation_id_or_member_epoch
+    consumer_group = rb.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        error = _validate_consumer_commit(consumer_group, req)
+        _commit(rb, consumer_group, req, requested, dict.fromkeys(requested, error), now)
+        return
     group = rb.groups.get(req.group_id)
-    error: ErrorClass = None
+    error = None
     if group is None:
         if generation < 0:
             log.info("creating simple consumer group %s by offset commit", req.group_id)
@@ -103,6 +140,21 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
         member = group.members.get(req.member_id)
         if member is not None and group.state in (_STABLE, _PREPARING):
             rb.schedule_heartbeat(group, member)
+        _commit(rb, group, req, requested, results, now)
+        return
+    _respond(rb, req, results)
+
+
+def _commit(
+    rb: Rebalancer,
+    group: Group | ConsumerGroup,
+    req: OffsetCommitRequest,
+    requested: dict[TopicPartition, OffsetCommitRequestPartition],
+    results: dict[TopicPartition, ErrorClass],
+    now: int,
+) -> None:
+    """Persist the accepted offsets (when the commit was), then answer."""
+    if all(e is None for e in results.values()):
         offsets = _accepted_offsets(rb, req, requested, results, now)
         if offsets:
             rb.persist(
@@ -115,7 +167,7 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
 
 def _on_offsets_persisted(
     rb: Rebalancer,
-    group: Group,
+    group: Group | ConsumerGroup,
     req: OffsetCommitRequest,
     offsets: dict[TopicPartition, OffsetAndMetadata],
     results: dict[TopicPartition, ErrorClass],
@@ -194,8 +246,16 @@ def handle_offset_fetch(rb: Rebalancer, req: OffsetFetchRequest) -> None:
 
 
 def _fetch_group(rb: Rebalancer, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
-    group = rb.groups.get(request.group_id)
-    offsets = {} if group is None or group.state is _DEAD else group.offsets
+    consumer_group = rb.consumer_groups.get(request.group_id)
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    if consumer_group is not None:
+        error = _validate_consumer_fetch(consumer_group, request.member_id, request.member_epoch)
+        if error is not None:
+            return OffsetFetchResponseGroup(group_id=request.group_id, error=error)
+        offsets = consumer_group.offsets
+    else:
+        group = rb.groups.get(request.group_id)
+        offsets = {} if group is None or group.state is _DEAD else group.offsets
     topics: list[OffsetFetchResponseTopic] = []
     if request.topics is None:
         by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}

@@ -25,8 +25,9 @@ import itertools
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from groupcoord.config import CoordinatorConfig
@@ -36,6 +37,13 @@ from groupcoord.coordinator.admin import (
     handle_list_groups,
 )
 from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
+from groupcoord.coordinator.consumer_group import ConsumerGroupState, MemberState
+from groupcoord.coordinator.consumer_heartbeat import (
+    handle_consumer_group_heartbeat,
+    on_consumer_deadline,
+    refresh_all_subscriptions,
+)
+from groupcoord.coordinator.consumer_messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
@@ -45,7 +53,6 @@ from groupcoord.coordinator.membership import (
     refresh_current_member,
 )
 from groupcoord.coordinator.messages import (
-    AnyRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     HeartbeatRequest,
@@ -57,12 +64,15 @@ from groupcoord.coordinator.messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState
-from groupcoord.coordinator.output import Output, WriteBatch
+from groupcoord.coordinator.output import CoordinatorRequest, Output, WriteBatch
 from groupcoord.coordinator.rebalance import MemberIdFactory, OnPersisted, Rebalancer
 from groupcoord.coordinator.states import GroupState
+from groupcoord.coordinator.topics import TopicImage, TopicMetadata
 from groupcoord.types import TopicPartition
 
 __all__ = [
+    "ConsumerGroupSnapshot",
+    "ConsumerMemberSnapshot",
     "GroupCoordinator",
     "GroupSnapshot",
     "MemberSnapshot",
@@ -125,6 +135,44 @@ class GroupSnapshot:
         return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerMemberSnapshot:
+    """A KIP-848 consumer-group member as the coordinator sees it; assignments are
+    ``{topic: (partition, ...)}``, ascending."""
+
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    previous_member_epoch: int
+    state: MemberState
+    assigned: dict[str, tuple[int, ...]]
+    pending_revocation: dict[str, tuple[int, ...]]
+    target: dict[str, tuple[int, ...]]
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupSnapshot:
+    """A read-only view of one KIP-848 consumer group."""
+
+    group_id: str
+    state: ConsumerGroupState
+    group_epoch: int
+    assignment_epoch: int
+    members: tuple[ConsumerMemberSnapshot, ...]
+
+    def member(self, member_id: str) -> ConsumerMemberSnapshot | None:
+        for m in self.members:
+            if m.member_id == member_id:
+                return m
+        return None
+
+
+def _runs(assignment: Mapping[str, frozenset[int]]) -> dict[str, tuple[int, ...]]:
+    return {topic: tuple(sorted(ps)) for topic, ps in sorted(assignment.items())}
+
+
 class GroupCoordinator:
     """Kafka's classic group coordinator as a pure state machine.
 
@@ -157,6 +205,7 @@ class GroupCoordinator:
             default_member_id if member_id_factory is None else member_id_factory,
             now_ms,
         )
+        self._rb.on_consumer_deadline = partial(on_consumer_deadline, self._rb)
         self._batch_ids = itertools.count(1)
         #: batches handed out and not yet reported, oldest first: (id, what to do then)
         self._in_flight: deque[tuple[int, list[OnPersisted]]] = deque()
@@ -174,7 +223,7 @@ class GroupCoordinator:
         """The latest time the coordinator was told."""
         return self._rb.now
 
-    def handle(self, request: AnyRequest, now_ms: int) -> Output:
+    def handle(self, request: CoordinatorRequest, now_ms: int) -> Output:
         """Handle ``request`` at ``now_ms``; return the responses released now, the records
         to persist and the events (see :class:`~groupcoord.coordinator.output.Output`).
 
@@ -263,7 +312,11 @@ class GroupCoordinator:
         return None if group is None else group.state
 
     def group_ids(self) -> list[str]:
+        """The classic groups' ids (:meth:`consumer_group_ids` for KIP-848 groups)."""
         return list(self._rb.groups)
+
+    def consumer_group_ids(self) -> list[str]:
+        return list(self._rb.consumer_groups)
 
     def snapshot(self, group_id: str) -> GroupSnapshot | None:
         """A read-only view of a group (``None`` if the coordinator does not know it)."""
@@ -295,9 +348,49 @@ class GroupCoordinator:
         )
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        """The group's committed offsets (a copy)."""
-        group = self._rb.groups.get(group_id)
+        """The group's committed offsets (a copy); classic or consumer group."""
+        rb = self._rb
+        group = rb.groups.get(group_id) or rb.consumer_groups.get(group_id)
         return {} if group is None else dict(group.offsets)
+
+    def update_topics(self, topics: Iterable[TopicMetadata], now_ms: int) -> Output:
+        """The topics are now ``topics`` (all of them). Consumer groups whose subscriptions
+        they change (partition counts, topics created or deleted, regex matches) get a new
+        group epoch, so their next heartbeat computes a new target assignment.
+        ``now_ms`` acts on the deadlines up to it first, as :meth:`handle` does."""
+        image = TopicImage(topics)
+        self._advance(now_ms)
+        rb = self._rb
+        rb.topics = image
+        refresh_all_subscriptions(rb)
+        return self._take()
+
+    def consumer_group_snapshot(self, group_id: str) -> ConsumerGroupSnapshot | None:
+        """A read-only view of a KIP-848 consumer group (``None`` if there is none)."""
+        group = self._rb.consumer_groups.get(group_id)
+        if group is None:
+            return None
+        return ConsumerGroupSnapshot(
+            group_id=group.group_id,
+            state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            members=tuple(
+                ConsumerMemberSnapshot(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    member_epoch=m.member_epoch,
+                    previous_member_epoch=m.previous_member_epoch,
+                    state=m.state,
+                    assigned=_runs(m.assigned),
+                    pending_revocation=_runs(m.pending_revocation),
+                    target=_runs(group.target_of(m.member_id)),
+                    subscribed_topic_names=m.subscribed_topic_names,
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                )
+                for m in group.members.values()
+            ),
+        )
 
     def __repr__(self) -> str:
         rb = self._rb
@@ -366,4 +459,5 @@ _HANDLERS: dict[type[Any], Callable[[Rebalancer, Any], None]] = {
     DescribeGroupsRequest: handle_describe_groups,
     ListGroupsRequest: handle_list_groups,
     DeleteGroupsRequest: handle_delete_groups,
+    ConsumerGroupHeartbeatRequest: handle_consumer_group_heartbeat,
 }

@@ -60,6 +60,9 @@ class RemovalCause(enum.Enum):
     NOT_REJOINED = "not_rejoined"
     #: a member that did not send SyncGroup within the rebalance timeout
     NOT_SYNCED = "not_synced"
+    #: a consumer-group (KIP-848) member that did not revoke partitions within its
+    #: rebalance timeout
+    NOT_REVOKED = "not_revoked"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

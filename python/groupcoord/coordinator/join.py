@@ -77,6 +77,11 @@ def handle_join_group(rb: Rebalancer, req: JoinGroupRequest) -> None:
         rb.join_error(waiter, req.member_id, InvalidSessionTimeoutError)
         return
     reason = join_reason(req.reason)
+    if group_id in rb.consumer_groups and not _consumer_group_gives_way(rb, group_id):
+        # Kafka 4.x lets classic members of the "consumer" protocol join a consumer group
+        # (a mixed group); groupcoord keeps a group to the protocol it was made with.
+        rb.join_error(waiter, req.member_id, InconsistentGroupProtocolError)
+        return
     group = rb.groups.get(group_id)
     is_unknown = req.member_id == UNKNOWN_MEMBER_ID
     if group is None:
@@ -100,6 +105,19 @@ def handle_join_group(rb: Rebalancer, req: JoinGroupRequest) -> None:
 
     if group.state is _PREPARING:
         rb.try_complete_join(group)
+
+
+def _consumer_group_gives_way(rb: Rebalancer, group_id: str) -> bool:
+    """An empty KIP-848 consumer group becomes a classic one on a JoinGroup (its committed
+    offsets stay with the id), as Kafka does; one with members does not."""
+    consumer_group = rb.consumer_groups[group_id]
+    if not consumer_group.is_empty():
+        return False
+    del rb.consumer_groups[group_id]
+    rb.expiry.remove_group(group_id)
+    rb.create_group(group_id).offsets.update(consumer_group.offsets)
+    log.info("group %s: empty consumer group replaced by a classic group", group_id)
+    return True
 
 
 def _new_member(req: JoinGroupRequest, member_id: str) -> Member:

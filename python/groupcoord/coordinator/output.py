@@ -18,13 +18,28 @@ write many batches in one transaction (group commit) and then report each of the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
+from groupcoord.coordinator.consumer_messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from groupcoord.coordinator.events import MemberRemoved, RebalanceCompleted
-from groupcoord.coordinator.messages import AnyResponse
+from groupcoord.coordinator.messages import AnyRequest, AnyResponse
 from groupcoord.coordinator.offsets import StoreRecord
 
-__all__ = ["CoordinatorEvent", "Output", "WriteBatch"]
+__all__ = [
+    "CoordinatorEvent",
+    "CoordinatorRequest",
+    "CoordinatorResponse",
+    "Output",
+    "WriteBatch",
+]
+
+#: Every request the coordinator handles: the classic group APIs and KIP-848's heartbeat.
+CoordinatorRequest: TypeAlias = AnyRequest | ConsumerGroupHeartbeatRequest
+#: Every response it releases.
+CoordinatorResponse: TypeAlias = AnyResponse | ConsumerGroupHeartbeatResponse
 
 #: What the coordinator tells observers.
 CoordinatorEvent = RebalanceCompleted | MemberRemoved
@@ -41,6 +56,6 @@ class WriteBatch:
 class Output(NamedTuple):
     """One call's result: ``responses, writes, events = coordinator.handle(...)``."""
 
-    responses: list[AnyResponse]
+    responses: list[CoordinatorResponse]
     writes: WriteBatch | None
     events: tuple[CoordinatorEvent, ...]

@@ -20,6 +20,14 @@ key (group, member)        kind     meaning
 (group, ``GROUP_TIMER``)   SYNC     members must have sent SyncGroup (KAFKA-12890)
 =========================  =======  =============================================
 
+KIP-848 consumer groups (``consumer_groups``) keep theirs in the same table and are acted
+on by ``on_consumer_deadline`` (:mod:`groupcoord.coordinator.consumer_heartbeat`):
+
+=========================  =======  =============================================
+(group, member id)         SESSION  group.consumer.session.timeout.ms
+(group, member id)         JOIN     rebalance timeout: partitions still unrevoked
+=========================  =======  =============================================
+
 ``GROUP_TIMER`` is the empty string, which is never a member id (it is
 UNKNOWN_MEMBER_ID).
 """
@@ -32,19 +40,20 @@ from typing import Final
 
 from groupcoord._core import JOIN, SESSION, SYNC, MemberExpiry
 from groupcoord.config import CoordinatorConfig
+from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.events import MemberRemoved, RebalanceCompleted, RemovalCause
 from groupcoord.coordinator.group import Group, Member, Waiter
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
-    AnyResponse,
     ErrorClass,
     JoinGroupResponse,
     JoinGroupResponseMember,
     SyncGroupResponse,
 )
 from groupcoord.coordinator.offsets import StoreRecord
-from groupcoord.coordinator.output import CoordinatorEvent
+from groupcoord.coordinator.output import CoordinatorEvent, CoordinatorResponse
 from groupcoord.coordinator.states import GroupState, can_rebalance
+from groupcoord.coordinator.topics import TopicImage
 from groupcoord.errors import (
     FencedInstanceIdError,
     RebalanceInProgressError,
@@ -78,14 +87,17 @@ class Rebalancer:
     __slots__ = (
         "_new_member_id",
         "config",
+        "consumer_groups",
         "events",
         "expiry",
         "groups",
         "now",
+        "on_consumer_deadline",
         "on_persisted",
         "out",
         "rebalances_started",
         "records",
+        "topics",
     )
 
     def __init__(
@@ -99,8 +111,13 @@ class Rebalancer:
         self.now = now_ms
         self.expiry = MemberExpiry(now_ms)
         self.groups: dict[str, Group] = {}
+        #: KIP-848 consumer groups; a group id is in at most one of the two dicts
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.topics = TopicImage()
+        #: ``(group, member, kind)`` of a consumer group's expired deadline
+        self.on_consumer_deadline: Callable[[str, str, str], None] | None = None
         #: Responses released since the coordinator last handed them out.
-        self.out: list[AnyResponse] = []
+        self.out: list[CoordinatorResponse] = []
         #: Records to persist since the coordinator last handed them out, and what to do
         #: once they are (in order; one entry may cover several records).
         self.records: list[StoreRecord] = []
@@ -459,6 +476,8 @@ class Rebalancer:
                 continue
             group = self.groups.get(gid)
             if group is None:
+                if gid in self.consumer_groups and self.on_consumer_deadline is not None:
+                    self.on_consumer_deadline(gid, mid, kind)
                 continue
             if mid == GROUP_TIMER:
                 if kind == JOIN:

@@ -18,9 +18,8 @@ from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import MemberListener, RebalanceListener
 from groupcoord.coordinator.listeners import Listeners
-from groupcoord.coordinator.messages import AnyRequest, AnyResponse
 from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, StoreError
-from groupcoord.coordinator.output import Output
+from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 from groupcoord.coordinator.rebalance import MemberIdFactory
 
 __all__ = ["SyncShell"]
@@ -49,11 +48,11 @@ class SyncShell:
         )
         self._listeners = Listeners()
 
-    def handle(self, request: AnyRequest, now_ms: int) -> list[AnyResponse]:
+    def handle(self, request: CoordinatorRequest, now_ms: int) -> list[CoordinatorResponse]:
         """:meth:`GroupCoordinator.handle`, its records persisted: every response released."""
         return self._settle(self.coordinator.handle(request, now_ms), now_ms)
 
-    def tick(self, now_ms: int) -> list[AnyResponse]:
+    def tick(self, now_ms: int) -> list[CoordinatorResponse]:
         return self._settle(self.coordinator.tick(now_ms), now_ms)
 
     def next_deadline(self) -> int | None:
@@ -73,7 +72,7 @@ class SyncShell:
         """Close the store."""
         self.store.close()
 
-    def _settle(self, output: Output, now_ms: int) -> list[AnyResponse]:
+    def _settle(self, output: Output, now_ms: int) -> list[CoordinatorResponse]:
         responses = output.responses
         while True:
             if output.events:

@@ -44,6 +44,8 @@ from groupcoord.coordinator import (
     RebalanceCompleted,
     RebalanceListener,
 )
+from groupcoord.coordinator.consumer_messages import ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.output import CoordinatorResponse
 from groupcoord.errors import UnknownTopicOrPartitionError
 from groupcoord.server.persistence import StoreWriter
 
@@ -252,10 +254,13 @@ class GroupGateway:
             return
         self._apply(self.coordinator.persisted(batch_id, ok, self._now_ms()))
 
-    def _release(self, responses: list[AnyResponse], current: int) -> AnyResponse | None:
+    def _release(self, responses: list[CoordinatorResponse], current: int) -> AnyResponse | None:
         """Resolve the futures of released responses; return the one for ``current``."""
         immediate = None
         for response in responses:
+            if isinstance(response, ConsumerGroupHeartbeatResponse):
+                # the gateway submits no ConsumerGroupHeartbeat (not on the wire yet)
+                raise TypeError(f"unexpected consumer-group response: {response!r}")
             token = response.correlation
             if token == current:
                 immediate = response

@@ -128,6 +128,7 @@ from groupcoord.coordinator.messages import (
     JoinGroupRequest,
     SyncGroupRequest,
 )
+from groupcoord.coordinator.output import CoordinatorResponse
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
     KafkaError,
@@ -505,7 +506,7 @@ class Engine:
                 self.recorder.on_stable(rows[-1].generation, self.now)
         self._schedule_coordinator()
 
-    def _route(self, responses: list[AnyResponse]) -> None:
+    def _route(self, responses: list[CoordinatorResponse]) -> None:
         for response in responses:
             entry = self._routes.pop(response.correlation, None)
             if entry is None:
