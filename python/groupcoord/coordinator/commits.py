@@ -1,6 +1,9 @@
 """OffsetCommit (v0-v9) and OffsetFetch (v0-v9), as Kafka's classic coordinator handles them.
 
-A commit is fenced by generation and member (simple consumers and admins commit with
+With a :class:`~groupcoord.coordinator.topics.TopicView`, partitions of topics that do not
+exist are answered UNKNOWN_TOPIC_OR_PARTITION and the rest committed, as Kafka's broker
+does; a commit naming no existing partition does not touch the group. A commit is fenced by
+generation and member (simple consumers and admins commit with
 generation -1 while the group is Empty), checked against offset.metadata.max.bytes, and
 handed to the shell as an :class:`~groupcoord.coordinator.offsets.OffsetsRecord`; its
 response is released, and the offsets become visible to OffsetFetch, only once the shell
@@ -38,6 +41,7 @@ from groupcoord.errors import (
     OffsetMetadataTooLargeError,
     RebalanceInProgressError,
     UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
 )
 from groupcoord.types import TopicPartition
 
@@ -84,9 +88,30 @@ def _validate_offset_commit(
 def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     now = rb.now
     requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
+    unknown: list[TopicPartition] = []
+    missing_topic = False
+    topics = rb.topics
     for topic in req.topics:
+        name = topic.name
+        if topics is None:
+            for p in topic.partitions:
+                requested[TopicPartition(name, p.partition_index)] = p
+            continue
+        count = topics.partition_count(name)
+        if count is None:
+            missing_topic = True
+            count = 0
         for p in topic.partitions:
-            requested[TopicPartition(topic.name, p.partition_index)] = p
+            index = p.partition_index
+            if 0 <= index < count:
+                requested[TopicPartition(name, index)] = p
+            else:
+                unknown.append(TopicPartition(name, index))
+    if (unknown or missing_topic) and not requested:
+        # As Kafka (KafkaApis.handleOffsetCommitRequest): with nothing that exists left to
+        # commit, the group is not looked at, so a refused commit creates no group
+        _respond(rb, req, dict.fromkeys(unknown, UnknownTopicOrPartitionError))
+        return
     generation = req.generation_id_or_member_epoch
     group = rb.groups.get(req.group_id)
     error: ErrorClass = None
@@ -99,6 +124,8 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     if group is not None:
         error = _validate_offset_commit(rb, group, generation, req.member_id, req.group_instance_id)
     results: dict[TopicPartition, ErrorClass] = dict.fromkeys(requested, error)
+    # the partitions that do not exist are refused whatever the group says of the rest
+    results.update(dict.fromkeys(unknown, UnknownTopicOrPartitionError))
     if error is None and group is not None:
         member = group.members.get(req.member_id)
         if member is not None and group.state in (_STABLE, _PREPARING):
@@ -133,18 +160,24 @@ def _on_offsets_persisted(
 def _respond(
     rb: Rebalancer, req: OffsetCommitRequest, results: dict[TopicPartition, ErrorClass]
 ) -> None:
-    by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
-    for tp, e in results.items():
-        by_topic.setdefault(tp.topic, []).append(
-            OffsetCommitResponsePartition(partition_index=tp.partition, error=e)
-        )
+    """Every partition of the request, in the request's order (a partition named twice is
+    answered twice, as Kafka's OffsetMetadataManager answers)."""
     rb.out.append(
         OffsetCommitResponse(
             version=req.version,
             correlation=req.correlation,
             topics=tuple(
-                OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index,
+                            error=results[TopicPartition(t.name, p.partition_index)],
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in req.topics
             ),
         )
     )

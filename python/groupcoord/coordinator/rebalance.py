@@ -45,6 +45,7 @@ from groupcoord.coordinator.messages import (
 from groupcoord.coordinator.offsets import StoreRecord
 from groupcoord.coordinator.output import CoordinatorEvent
 from groupcoord.coordinator.states import GroupState, can_rebalance
+from groupcoord.coordinator.topics import TopicView
 from groupcoord.errors import (
     FencedInstanceIdError,
     RebalanceInProgressError,
@@ -86,6 +87,7 @@ class Rebalancer:
         "out",
         "rebalances_started",
         "records",
+        "topics",
     )
 
     def __init__(
@@ -93,8 +95,11 @@ class Rebalancer:
         config: CoordinatorConfig,
         new_member_id: MemberIdFactory,
         now_ms: int,
+        topics: TopicView | None = None,
     ) -> None:
         self.config = config
+        #: the cluster's topics, for OffsetCommit (``None``: every partition exists)
+        self.topics = topics
         self._new_member_id = new_member_id
         self.now = now_ms
         self.expiry = MemberExpiry(now_ms)
