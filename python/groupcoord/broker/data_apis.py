@@ -52,7 +52,6 @@ from groupcoord.broker.log import (
     TopicLog,
 )
 from groupcoord.broker.records import ZSTD, iter_batches
-from groupcoord.coordinator.offsets import StoreError
 from groupcoord.errors import (
     FetchSessionIdNotFoundError,
     InvalidConfigError,
@@ -69,6 +68,7 @@ from groupcoord.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
+from groupcoord.storage.log_store import StoreError
 
 #: the server's logger: topics created by clients are logged as those from ``--topic`` are
 log = logging.getLogger("groupcoord.server")
