@@ -90,9 +90,11 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
     unknown: list[TopicPartition] = []
     missing_topic = False
+    named = 0
     topics = rb.topics
     for topic in req.topics:
         name = topic.name
+        named += len(topic.partitions)
         if topics is None:
             for p in topic.partitions:
                 requested[TopicPartition(name, p.partition_index)] = p
@@ -110,8 +112,15 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     if (unknown or missing_topic) and not requested:
         # As Kafka (KafkaApis.handleOffsetCommitRequest): with nothing that exists left to
         # commit, the group is not looked at, so a refused commit creates no group
-        _respond(rb, req, dict.fromkeys(unknown, UnknownTopicOrPartitionError))
+        _respond(rb, req, dict.fromkeys(unknown, UnknownTopicOrPartitionError), False)
         return
+    # the common case: every partition exists and is named once, so ``results`` below is
+    # in the request's order and the response is built from it directly
+    in_order = (
+        not unknown
+        and named == len(requested)
+        and (len(req.topics) < 2 or len({t.name for t in req.topics}) == len(req.topics))
+    )
     generation = req.generation_id_or_member_epoch
     group = rb.groups.get(req.group_id)
     error: ErrorClass = None
@@ -124,8 +133,9 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
     if group is not None:
         error = _validate_offset_commit(rb, group, generation, req.member_id, req.group_instance_id)
     results: dict[TopicPartition, ErrorClass] = dict.fromkeys(requested, error)
-    # the partitions that do not exist are refused whatever the group says of the rest
-    results.update(dict.fromkeys(unknown, UnknownTopicOrPartitionError))
+    if unknown:
+        # the partitions that do not exist are refused whatever the group says of the rest
+        results.update(dict.fromkeys(unknown, UnknownTopicOrPartitionError))
     if error is None and group is not None:
         member = group.members.get(req.member_id)
         if member is not None and group.state in (_STABLE, _PREPARING):
@@ -134,10 +144,10 @@ def handle_offset_commit(rb: Rebalancer, req: OffsetCommitRequest) -> None:
         if offsets:
             rb.persist(
                 (OffsetsRecord(group.group_id, offsets),),
-                partial(_on_offsets_persisted, rb, group, req, offsets, results),
+                partial(_on_offsets_persisted, rb, group, req, offsets, results, in_order),
             )
             return
-    _respond(rb, req, results)
+    _respond(rb, req, results, in_order)
 
 
 def _on_offsets_persisted(
@@ -146,6 +156,7 @@ def _on_offsets_persisted(
     req: OffsetCommitRequest,
     offsets: dict[TopicPartition, OffsetAndMetadata],
     results: dict[TopicPartition, ErrorClass],
+    in_order: bool,
     ok: bool,
 ) -> None:
     if ok:
@@ -154,32 +165,45 @@ def _on_offsets_persisted(
         log.warning("group %s: offset commit was not persisted", group.group_id)
         for tp in offsets:
             results[tp] = CoordinatorNotAvailableError
-    _respond(rb, req, results)
+    _respond(rb, req, results, in_order)
 
 
 def _respond(
-    rb: Rebalancer, req: OffsetCommitRequest, results: dict[TopicPartition, ErrorClass]
+    rb: Rebalancer,
+    req: OffsetCommitRequest,
+    results: dict[TopicPartition, ErrorClass],
+    in_order: bool,
 ) -> None:
     """Every partition of the request, in the request's order (a partition named twice is
-    answered twice, as Kafka's OffsetMetadataManager answers)."""
-    rb.out.append(
-        OffsetCommitResponse(
-            version=req.version,
-            correlation=req.correlation,
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error=results[TopicPartition(t.name, p.partition_index)],
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in req.topics
-            ),
+    answered twice, as Kafka's OffsetMetadataManager answers). ``in_order``: ``results``
+    holds each partition of the request once, in its order (cheaper to read than the
+    request: no key is built)."""
+    if in_order:
+        by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
+        for tp, e in results.items():
+            by_topic.setdefault(tp.topic, []).append(
+                OffsetCommitResponsePartition(partition_index=tp.partition, error=e)
+            )
+        topics = tuple(
+            OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
         )
+    else:
+        topics = tuple(
+            OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error=results[TopicPartition(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in req.topics
+        )
+    rb.out.append(
+        OffsetCommitResponse(version=req.version, correlation=req.correlation, topics=topics)
     )
 
 
