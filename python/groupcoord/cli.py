@@ -353,7 +353,7 @@ def parse_topic(spec: str) -> tuple[str, int]:
             param_hint="--topic",
         )
     # imported here: assign/bench do not load the server
-    from groupcoord.server.log import validate_topic_name
+    from groupcoord.broker.log import validate_topic_name
 
     try:
         validate_topic_name(name)

@@ -30,6 +30,7 @@ from groupcoord.coordinator import (
     SyncGroupRequest,
     SyncGroupResponse,
     SyncShell,
+    TopicView,
 )
 from groupcoord.coordinator.messages import AnyRequest, AnyResponse
 from groupcoord.errors import MemberIdRequiredError
@@ -46,6 +47,7 @@ class Harness:
         store: Any = None,
         now: int = 0,
         ids: Any = None,
+        topics: TopicView | None = None,
     ) -> None:
         self.now = now
         self.shell = SyncShell(
@@ -53,6 +55,7 @@ class Harness:
             dict(FAST if config is None else config),
             member_id_factory=ids or SequentialMemberIds(),
             now_ms=now,
+            topics=topics,
         )
         self.coord = self.shell.coordinator
         self.store = self.shell.store

@@ -12,6 +12,8 @@ from typing import Any
 
 from kio.index import load_request_schema
 
+from groupcoord.broker.data_apis import BrokerInfo, DataApiConfig, DataApis
+from groupcoord.broker.log import TopicLog
 from groupcoord.coordinator import (
     GroupCoordinator,
     HeartbeatResponse,
@@ -24,25 +26,24 @@ from groupcoord.coordinator import (
 from groupcoord.protocol.group_messages import to_coordinator_request, to_kio_response
 from groupcoord.protocol.wire import decode_request, encode_request, encode_response
 from groupcoord.server import WallClock
-from groupcoord.server.data_apis import BrokerInfo, DataApiConfig, DataApis
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
-from groupcoord.server.log import TopicLog
 from groupcoord.storage.log_store import MemoryLogStore
 
 BROKER = BrokerInfo(node_id=0, host="127.0.0.1", port=9092, cluster_id="test")
 
 
 def dispatcher() -> Dispatcher:
+    log = TopicLog(MemoryLogStore())
     coordinator = GroupCoordinator(
-        {"group.initial.rebalance.delay.ms": 0}, member_id_factory=SequentialMemberIds()
+        {"group.initial.rebalance.delay.ms": 0},
+        member_id_factory=SequentialMemberIds(),
+        topics=log,
     )
     clock = WallClock()
-    apis = DataApis(
-        TopicLog(MemoryLogStore()), BROKER, DataApiConfig(auto_create_partitions=None), clock
-    )
-    gateway = GroupGateway(coordinator, clock, apis.partitions_per_topic)
+    apis = DataApis(log, BROKER, DataApiConfig(auto_create_partitions=None), clock)
+    gateway = GroupGateway(coordinator, clock)
     return Dispatcher(
         broker=BROKER, groups=gateway, data_apis=apis, fetches=FetchWaiter(apis.fetch_satisfied)
     )

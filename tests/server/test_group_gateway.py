@@ -1,5 +1,6 @@
 """The gateway between the event loop and the coordinator: immediate and parked answers,
-OffsetCommit filtering against the topic table, the deadline timer."""
+the deadline timer. (OffsetCommit against the topics: tests/coordinator/test_coord_topic_view.py
+and, over the wire, tests/server/test_server.py.)"""
 
 from __future__ import annotations
 
@@ -8,32 +9,18 @@ import logging
 import time
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from groupcoord.coordinator import (
     GroupCoordinator,
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
     RebalanceCompleted,
     SequentialMemberIds,
 )
 from groupcoord.coordinator.messages import HeartbeatRequest
-from groupcoord.errors import UnknownTopicOrPartitionError
 from groupcoord.server import WallClock
 from groupcoord.server.group_gateway import GroupGateway, log_rebalance
-
-TOPICS = {"a": 3, "b": 1}
-
-commits = st.lists(
-    st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(-2, 5), st.integers(0, 10**6)),
-    max_size=12,
-)
 
 
 def gateway(delay_ms: int = 0) -> GroupGateway:
@@ -41,50 +28,7 @@ def gateway(delay_ms: int = 0) -> GroupGateway:
         {"group.initial.rebalance.delay.ms": delay_ms}, member_id_factory=SequentialMemberIds()
     )
     clock = WallClock()
-    return GroupGateway(coordinator, clock, lambda: TOPICS)
-
-
-@settings(max_examples=60, deadline=None)
-@given(items=commits)
-def test_commit_answers_every_partition_in_request_order(
-    items: list[tuple[str, int, int]],
-) -> None:
-    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-    for topic, partition, offset in items:
-        by_topic.setdefault(topic, []).append(
-            OffsetCommitRequestPartition(partition_index=partition, committed_offset=offset)
-        )
-    request = OffsetCommitRequest(
-        version=8,
-        group_id="g",
-        topics=tuple(
-            OffsetCommitRequestTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()
-        ),
-    )
-
-    async def run() -> tuple[OffsetCommitResponse, GroupGateway]:
-        gw = gateway()
-        answer = gw.submit(request)
-        assert not isinstance(answer, asyncio.Future)  # commits are answered at once
-        assert isinstance(answer, OffsetCommitResponse)
-        return answer, gw
-
-    response, gw = asyncio.run(run())
-    got = [(t.name, p.partition_index, p.error) for t in response.topics for p in t.partitions]
-    expected = [
-        (
-            t,
-            p.partition_index,
-            None if 0 <= p.partition_index < TOPICS.get(t, 0) else UnknownTopicOrPartitionError,
-        )
-        for t, ps in by_topic.items()
-        for p in ps
-    ]
-    assert got == expected
-    committed = gw.coordinator.committed_offsets("g")
-    assert {(tp.topic, tp.partition) for tp in committed} == {
-        (t, i) for t, i, error in expected if error is None
-    }
+    return GroupGateway(coordinator, clock)
 
 
 def test_parked_join_is_answered_by_the_timer() -> None:

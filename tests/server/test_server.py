@@ -20,10 +20,11 @@ from kio.schema.join_group.v5.request import JoinGroupRequest as KioJoinV5
 from kio.schema.join_group.v5.request import JoinGroupRequestProtocol
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
-from log_batches import build_batch, read_records
 from server_harness import run_scenario
 from wire_client import WireClient
 
+from groupcoord.broker.data_apis import DATA_API_VERSIONS
+from groupcoord.broker.find_coordinator import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator import (
     HeartbeatRequest,
@@ -46,8 +47,7 @@ from groupcoord.errors import (
 from groupcoord.protocol.group_messages import from_kio_response, to_kio_request
 from groupcoord.protocol.wire import encode_frame, kio_version_range
 from groupcoord.server import Server, ServerConfig
-from groupcoord.server.data_apis import DATA_API_VERSIONS
-from groupcoord.server.find_coordinator import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
+from log_batches import build_batch, read_records
 
 
 def ms(value: int) -> i32Timedelta:

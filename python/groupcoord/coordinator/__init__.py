@@ -2,7 +2,8 @@
 
 See :class:`GroupCoordinator`. Requests and responses are in
 :mod:`groupcoord.coordinator.messages`, the state table in
-:mod:`groupcoord.coordinator.states`, the stores in :mod:`groupcoord.coordinator.offsets`
+:mod:`groupcoord.coordinator.states`, what it may know of topics in
+:mod:`groupcoord.coordinator.topics`, the stores in :mod:`groupcoord.coordinator.offsets`
 (interface, in memory) and :mod:`groupcoord.storage.offset_store` (SQLite, WAL).
 """
 
@@ -77,6 +78,7 @@ from groupcoord.coordinator.offsets import (
 from groupcoord.coordinator.output import CoordinatorEvent, Output, WriteBatch
 from groupcoord.coordinator.states import TRANSITIONS, GroupState, IllegalStateTransition
 from groupcoord.coordinator.sync_shell import SyncShell
+from groupcoord.coordinator.topics import TopicView
 from groupcoord.storage.offset_store import SqliteOffsetStore
 
 __all__ = [
@@ -146,6 +148,7 @@ __all__ = [
     "SyncGroupRequest",
     "SyncGroupResponse",
     "SyncShell",
+    "TopicView",
     "WriteBatch",
     "default_member_id",
 ]

@@ -67,7 +67,7 @@ from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState
 from groupcoord.coordinator.output import CoordinatorRequest, Output, WriteBatch
 from groupcoord.coordinator.rebalance import MemberIdFactory, OnPersisted, Rebalancer
 from groupcoord.coordinator.states import GroupState
-from groupcoord.coordinator.topics import TopicImage, TopicMetadata
+from groupcoord.coordinator.topics import TopicImage, TopicMetadata, TopicView
 from groupcoord.types import TopicPartition
 
 __all__ = [
@@ -181,7 +181,10 @@ class GroupCoordinator:
     ``member_id_factory(client_id, group_instance_id)`` makes member ids (default
     :func:`default_member_id`; :class:`SequentialMemberIds` is reproducible). ``now_ms``:
     the current time. ``stored``: what a store holds (``store.load()``), the state to start
-    from, as after a restart (default: nothing).
+    from, as after a restart (default: nothing). ``topics``: the cluster's topics
+    (:class:`~groupcoord.coordinator.topics.TopicView`); with it an OffsetCommit for a
+    topic or partition that does not exist is answered UNKNOWN_TOPIC_OR_PARTITION for
+    that partition, as Kafka's broker answers (default: every partition exists).
     """
 
     __slots__ = ("_batch_ids", "_in_flight", "_rb")
@@ -193,6 +196,7 @@ class GroupCoordinator:
         member_id_factory: MemberIdFactory | None = None,
         now_ms: int = 0,
         stored: StoredState | None = None,
+        topics: TopicView | None = None,
     ) -> None:
         if config is None:
             config = CoordinatorConfig()
@@ -204,6 +208,7 @@ class GroupCoordinator:
             config,
             default_member_id if member_id_factory is None else member_id_factory,
             now_ms,
+            topics,
         )
         self._rb.on_consumer_deadline = partial(on_consumer_deadline, self._rb)
         self._batch_ids = itertools.count(1)

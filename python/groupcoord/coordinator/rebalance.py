@@ -53,7 +53,7 @@ from groupcoord.coordinator.messages import (
 from groupcoord.coordinator.offsets import StoreRecord
 from groupcoord.coordinator.output import CoordinatorEvent, CoordinatorResponse
 from groupcoord.coordinator.states import GroupState, can_rebalance
-from groupcoord.coordinator.topics import TopicImage
+from groupcoord.coordinator.topics import TopicImage, TopicView
 from groupcoord.errors import (
     FencedInstanceIdError,
     RebalanceInProgressError,
@@ -97,6 +97,7 @@ class Rebalancer:
         "out",
         "rebalances_started",
         "records",
+        "topic_view",
         "topics",
     )
 
@@ -105,14 +106,18 @@ class Rebalancer:
         config: CoordinatorConfig,
         new_member_id: MemberIdFactory,
         now_ms: int,
+        topics: TopicView | None = None,
     ) -> None:
         self.config = config
+        #: the cluster's topics, for OffsetCommit (``None``: every partition exists)
+        self.topic_view = topics
         self._new_member_id = new_member_id
         self.now = now_ms
         self.expiry = MemberExpiry(now_ms)
         self.groups: dict[str, Group] = {}
         #: KIP-848 consumer groups; a group id is in at most one of the two dicts
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        #: the topics KIP-848 groups are assigned from (``update_topics``)
         self.topics = TopicImage()
         #: ``(group, member, kind)`` of a consumer group's expired deadline
         self.on_consumer_deadline: Callable[[str, str, str], None] | None = None

@@ -21,6 +21,7 @@ from groupcoord.coordinator.listeners import Listeners
 from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, StoreError
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 from groupcoord.coordinator.rebalance import MemberIdFactory
+from groupcoord.coordinator.topics import TopicView
 
 __all__ = ["SyncShell"]
 
@@ -29,8 +30,9 @@ log = logging.getLogger("groupcoord.coordinator")
 
 class SyncShell:
     """A coordinator started from ``store`` (default: a new :class:`MemoryOffsetStore`)
-    whose records are written to it synchronously. ``config``, ``member_id_factory`` and
-    ``now_ms`` are the coordinator's. ``coordinator`` is there for snapshots and reads."""
+    whose records are written to it synchronously. ``config``, ``member_id_factory``,
+    ``now_ms`` and ``topics`` are the coordinator's. ``coordinator`` is there for snapshots
+    and reads."""
 
     __slots__ = ("_listeners", "coordinator", "store")
 
@@ -41,10 +43,15 @@ class SyncShell:
         *,
         member_id_factory: MemberIdFactory | None = None,
         now_ms: int = 0,
+        topics: TopicView | None = None,
     ) -> None:
         self.store: OffsetStore = MemoryOffsetStore() if store is None else store
         self.coordinator = GroupCoordinator(
-            config, member_id_factory=member_id_factory, now_ms=now_ms, stored=self.store.load()
+            config,
+            member_id_factory=member_id_factory,
+            now_ms=now_ms,
+            stored=self.store.load(),
+            topics=topics,
         )
         self._listeners = Listeners()
 

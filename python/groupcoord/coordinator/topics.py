@@ -1,9 +1,17 @@
-"""The topics a coordinator knows (Kafka's metadata image, as far as groups need it).
+"""What the coordinator knows of the cluster's topics, in two forms (to be unified: both
+describe the same topics, one pulled, one pushed).
 
-KIP-848 consumer groups need them: the coordinator assigns partitions itself, resolves
-``subscribed_topic_regex`` against topic names, and speaks topic ids on the wire. The shell
-gives it the topics with :meth:`GroupCoordinator.update_topics
-<groupcoord.coordinator.GroupCoordinator.update_topics>` whenever they change.
+- :class:`TopicView` (pulled, read on every OffsetCommit, never copied): Kafka's broker
+  refuses an OffsetCommit for a topic or partition that does not exist with
+  UNKNOWN_TOPIC_OR_PARTITION, per partition, and commits the rest. The coordinator does the
+  same when it is given a view (``groupcoord serve`` gives it the topic log), so every
+  driver of the coordinator gets the answer the wire gets. Without one (the simulator,
+  tests that have no topics) every partition is taken to exist.
+- :class:`TopicImage` of :class:`TopicMetadata` (pushed, Kafka's metadata image as far as
+  KIP-848 groups need it): the coordinator assigns partitions itself, resolves
+  ``subscribed_topic_regex`` against topic names and speaks topic ids on the wire; the
+  shell gives it the topics with :meth:`GroupCoordinator.update_topics
+  <groupcoord.coordinator.GroupCoordinator.update_topics>` whenever they change.
 """
 
 from __future__ import annotations
@@ -11,8 +19,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["TopicImage", "TopicMetadata"]
+__all__ = ["TopicImage", "TopicMetadata", "TopicView"]
+
+
+class TopicView(Protocol):
+    """Read-only: the partition count of ``topic``, ``None`` if it does not exist.
+    Partitions ``0 .. count - 1`` exist; the coordinator never writes through it."""
+
+    def partition_count(self, topic: str) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

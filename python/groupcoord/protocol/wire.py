@@ -52,6 +52,7 @@ __all__ = [
     "encode_response",
     "encode_response_header",
     "kio_version_range",
+    "kio_versions_within",
     "parse_frame_size",
     "peek_correlation_id",
     "request_header_version",
@@ -181,6 +182,14 @@ def kio_version_range(api_key: int) -> tuple[int, int] | None:
         return None
     versions = schema_name_map[name]
     return min(versions), max(versions)
+
+
+def kio_versions_within(api_key: int, lo: int, hi: int) -> tuple[int, int]:
+    """``(lo, hi)`` narrowed to the versions kio has schemas for (an API we serve must be
+    one kio knows: ``AssertionError`` otherwise, at import)."""
+    known = kio_version_range(api_key)
+    assert known is not None, f"kio has no API {api_key}"
+    return max(lo, known[0]), min(hi, known[1])
 
 
 # Schema classes by (api_key, version). Only hits are kept: any peer can send any pair,

@@ -1,8 +1,8 @@
 """ApiVersions (API 18): the version table this server advertises, and its responses.
 
 The table is exactly what the handlers serve: the group APIs (versions both kio and the
-coordinator have), FindCoordinator and ApiVersions (this package) and the data APIs
-(``DATA_API_VERSIONS``). A request of a version we do not serve gets the v0 response
+coordinator have), FindCoordinator and the data APIs (:mod:`groupcoord.broker`) and
+ApiVersions itself. A request of a version we do not serve gets the v0 response
 with UNSUPPORTED_VERSION listing the ApiVersions versions we have, exactly as Kafka
 answers (KIP-511), so the client can retry with one of them.
 """
@@ -17,29 +17,18 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 
+from groupcoord.broker.find_coordinator import FIND_COORDINATOR_KEY, FIND_COORDINATOR_VERSIONS
 from groupcoord.protocol.group_messages import GROUP_API_VERSIONS
-from groupcoord.protocol.wire import API_VERSIONS_KEY, kio_version_range
+from groupcoord.protocol.wire import API_VERSIONS_KEY, kio_versions_within
 
 __all__ = [
     "API_VERSIONS_VERSIONS",
-    "FIND_COORDINATOR_KEY",
-    "FIND_COORDINATOR_VERSIONS",
     "api_versions_response",
     "served_versions",
 ]
 
-FIND_COORDINATOR_KEY: Final = 10
-
-
-def _with_kio(api_key: int, lo: int, hi: int) -> tuple[int, int]:
-    known = kio_version_range(api_key)
-    assert known is not None
-    return max(lo, known[0]), min(hi, known[1])
-
-
-#: FindCoordinator v0-v6 (v4+ batched); ApiVersions v0-v4.
-FIND_COORDINATOR_VERSIONS: Final = _with_kio(FIND_COORDINATOR_KEY, 0, 6)
-API_VERSIONS_VERSIONS: Final = _with_kio(API_VERSIONS_KEY, 0, 4)
+#: ApiVersions v0-v4.
+API_VERSIONS_VERSIONS: Final = kio_versions_within(API_VERSIONS_KEY, 0, 4)
 
 
 def served_versions(data_api_versions: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:

@@ -25,6 +25,8 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from groupcoord.broker.data_apis import API_FETCH, DATA_API_VERSIONS, BrokerInfo, DataApis
+from groupcoord.broker.find_coordinator import FIND_COORDINATOR_KEY, find_coordinator
 from groupcoord.coordinator import (
     AnyResponse,
     HeartbeatResponse,
@@ -63,21 +65,14 @@ from groupcoord.protocol.wire import (
     encode_frame,
     encode_response,
 )
-from groupcoord.server.api_versions import (
-    FIND_COORDINATOR_KEY,
-    api_versions_response,
-    served_versions,
-)
-from groupcoord.server.data_apis import DATA_API_VERSIONS, BrokerInfo, DataApis
+from groupcoord.server.api_versions import api_versions_response, served_versions
 from groupcoord.server.fetch_wait import FetchWaiter
-from groupcoord.server.find_coordinator import find_coordinator
 from groupcoord.server.group_gateway import GroupGateway
 
 __all__ = ["Dispatcher", "Reply", "unsupported_frame"]
 
 log = logging.getLogger("groupcoord.server")
 
-API_FETCH = 1
 _SYNC_GROUP = 14
 _UNSUPPORTED_VERSION = 35
 

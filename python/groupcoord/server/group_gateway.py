@@ -13,10 +13,9 @@ gateway tells the coordinator and resolves the futures of the responses that wai
 coordinator's events go to the gateway's listeners (:meth:`GroupGateway.add_rebalance_listener`,
 :meth:`GroupGateway.add_member_listener`) after each coordinator call.
 
-Two things Kafka's broker does around the coordinator live here too: OffsetCommit
-partitions of topics or partitions that do not exist are answered
-UNKNOWN_TOPIC_OR_PARTITION without reaching the coordinator, and every completed rebalance
-is logged at INFO.
+Every completed rebalance is logged at INFO, as Kafka's broker logs it. (OffsetCommit
+partitions of topics that do not exist are the coordinator's to refuse, through the
+:class:`~groupcoord.coordinator.TopicView` the server gives it.)
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from groupcoord.coordinator import (
     AnyRequest,
@@ -35,10 +34,6 @@ from groupcoord.coordinator import (
     Listeners,
     MemberListener,
     MemoryOffsetStore,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
     OffsetStore,
     Output,
     RebalanceCompleted,
@@ -46,7 +41,6 @@ from groupcoord.coordinator import (
 )
 from groupcoord.coordinator.consumer_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.output import CoordinatorResponse
-from groupcoord.errors import UnknownTopicOrPartitionError
 from groupcoord.server.persistence import StoreWriter
 
 __all__ = ["GroupGateway", "log_rebalance"]
@@ -94,15 +88,14 @@ def _member_list(members: tuple[str, ...]) -> str:
 
 class GroupGateway:
     """Feeds one coordinator from the event loop. ``now_ms`` is the server clock (must
-    not go backwards); ``partitions_per_topic`` is the log's current topic table;
-    ``store`` is where the coordinator's records go (default: a new memory store), written
-    off the loop with ``threaded`` (a durable store), else at once."""
+    not go backwards); ``store`` is where the coordinator's records go (default: a new
+    memory store), written off the loop with ``threaded`` (a durable store), else at
+    once."""
 
     def __init__(
         self,
         coordinator: GroupCoordinator,
         now_ms: Callable[[], int],
-        partitions_per_topic: Callable[[], Mapping[str, int]],
         store: OffsetStore | None = None,
         *,
         threaded: bool = False,
@@ -115,7 +108,6 @@ class GroupGateway:
         )
         self._listeners = Listeners()
         self._now_ms = now_ms
-        self._partitions = partitions_per_topic
         self._pending: dict[int, asyncio.Future[AnyResponse]] = {}
         self._tokens = itertools.count(1)
         self._last_token = 0
@@ -144,8 +136,6 @@ class GroupGateway:
             cancelled: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
             cancelled.cancel()
             return cancelled
-        if isinstance(request, OffsetCommitRequest):
-            return self._commit(request)
         token = request.correlation
         if not self._issued(token):
             token = self.new_correlation()
@@ -182,50 +172,6 @@ class GroupGateway:
         future: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
         self._pending[token] = future
         return future
-
-    def _commit(self, request: OffsetCommitRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
-        if self._issued(request.correlation) and _all_known_once(request, self._partitions()):
-            # the common case (the dispatcher's own token, every partition exists, none
-            # twice): the coordinator's answer is already in the request's order
-            token = request.correlation
-            assert isinstance(token, int)
-            return self._handle(token, request)
-        known = self._partitions()
-        topics = []
-        for t in request.topics:
-            count = known.get(t.name)
-            parts = tuple(
-                p for p in t.partitions if count is not None and 0 <= p.partition_index < count
-            )
-            if parts:
-                topics.append(dataclasses.replace(t, partitions=parts))
-        if not topics:
-            # As Kafka (KafkaApis.handleOffsetCommitRequest): with no known partition left
-            # the coordinator is not asked, so a refused commit creates no group
-            nothing = OffsetCommitResponse(
-                version=request.version, correlation=request.correlation, topics=()
-            )
-            return _with_unknown_partitions(request, nothing)
-        token = self.new_correlation()
-        inner = dataclasses.replace(request, topics=tuple(topics), correlation=token)
-        answered = self._handle(token, inner)
-        if not isinstance(answered, asyncio.Future):
-            assert isinstance(answered, OffsetCommitResponse)
-            return _with_unknown_partitions(request, answered)
-        merged: asyncio.Future[AnyResponse] = answered.get_loop().create_future()
-
-        def merge(done: asyncio.Future[AnyResponse]) -> None:
-            if merged.done():
-                return
-            if done.cancelled():
-                merged.cancel()
-                return
-            result = done.result()
-            assert isinstance(result, OffsetCommitResponse)
-            merged.set_result(_with_unknown_partitions(request, result))
-
-        answered.add_done_callback(merge)
-        return merged
 
     def _apply(self, out: Output, current: int = 0) -> AnyResponse | None:
         """Act on a coordinator call's output: tell the listeners, hand the records to the
@@ -309,41 +255,3 @@ class GroupGateway:
             future.cancel()
         self._pending.clear()
         self.writer.close()
-
-
-def _all_known_once(request: OffsetCommitRequest, known: Mapping[str, int]) -> bool:
-    """Every partition of ``request`` exists, and no topic or partition appears twice."""
-    names = set()
-    for t in request.topics:
-        count = known.get(t.name)
-        if count is None or t.name in names:
-            return False
-        names.add(t.name)
-        indexes = {p.partition_index for p in t.partitions}
-        if len(indexes) != len(t.partitions) or not all(0 <= i < count for i in indexes):
-            return False
-    return True
-
-
-def _with_unknown_partitions(
-    request: OffsetCommitRequest, answered: OffsetCommitResponse
-) -> OffsetCommitResponse:
-    """The response in the request's order: the coordinator's result where it answered,
-    UNKNOWN_TOPIC_OR_PARTITION for what it never saw."""
-    results = {(t.name, p.partition_index): p for t in answered.topics for p in t.partitions}
-    topics = tuple(
-        OffsetCommitResponseTopic(
-            name=t.name,
-            partitions=tuple(
-                results.get(
-                    (t.name, p.partition_index),
-                    OffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error=UnknownTopicOrPartitionError
-                    ),
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in request.topics
-    )
-    return dataclasses.replace(answered, topics=topics, correlation=request.correlation)

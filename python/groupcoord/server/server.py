@@ -1,9 +1,10 @@
 """``groupcoord serve``: the asyncio Kafka-protocol server.
 
-One :class:`Server` owns the stores (SQLite under ``data_dir``, or memory), the topic log
-and its data APIs, one :class:`~groupcoord.coordinator.GroupCoordinator` behind a
-:class:`~groupcoord.server.group_gateway.GroupGateway`, and the listening socket. Every
-connection is a :class:`~groupcoord.server.connection.Connection`.
+One :class:`Server` opens the stores (SQLite under ``data_dir``, or memory) and builds
+what serves: the topic log and its APIs (:mod:`groupcoord.broker`), one
+:class:`~groupcoord.coordinator.GroupCoordinator` (given the log as its view of the topics)
+behind a :class:`~groupcoord.server.group_gateway.GroupGateway`, and the listening socket.
+Every connection is a :class:`~groupcoord.server.connection.Connection`.
 
 Shutdown (:meth:`Server.close`, or SIGTERM/SIGINT under :func:`run`): stop accepting,
 wait for the coordinator records already handed to the writer (so the commits received
@@ -28,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from groupcoord.broker.data_apis import BrokerInfo, DataApiConfig, DataApis
+from groupcoord.broker.log import TopicLog, validate_topic_name
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator import (
     GroupCoordinator,
@@ -39,12 +42,10 @@ from groupcoord.coordinator.offsets import StoreError
 from groupcoord.errors import KafkaError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from groupcoord.server.connection import Connection
-from groupcoord.server.data_apis import BrokerInfo, DataApiConfig, DataApis
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
-from groupcoord.server.log import TopicLog, validate_topic_name
 from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
 
 __all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]
@@ -174,7 +175,7 @@ class Server:
             for name, partitions in config.topics:
                 _ensure_topic(topic_log, name, partitions)
             coordinator = GroupCoordinator(
-                config.coordinator, now_ms=self.clock(), stored=offsets.load()
+                config.coordinator, now_ms=self.clock(), stored=offsets.load(), topics=topic_log
             )
             if config.event_log is not None:
                 try:
@@ -212,11 +213,7 @@ class Server:
         topic_log.add_append_listener(self._fetches.on_append)
         # a SQLite store is written off the loop (group commit); memory at once
         self.gateway = GroupGateway(
-            coordinator,
-            self.clock,
-            self.data_apis.partitions_per_topic,
-            offsets,
-            threaded=config.data_dir is not None,
+            coordinator, self.clock, offsets, threaded=config.data_dir is not None
         )
         if self.event_log is not None:
             self.event_log.attach(self.gateway)

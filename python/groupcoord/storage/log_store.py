@@ -1,6 +1,6 @@
 """Persistence of the topic log: topics, record batches, idempotent-producer state.
 
-:class:`~groupcoord.server.log.TopicLog` keeps the log in memory and writes through to a
+:class:`~groupcoord.broker.log.TopicLog` keeps the log in memory and writes through to a
 :class:`LogStore`; every write method returns only once the write is durable, so a Produce
 answered after :meth:`LogStore.append` returned is on disk.
 

@@ -13,10 +13,8 @@ import hypothesis.strategies as st
 from crc32c import crc32c
 from hypothesis import given, settings
 from kafka.record.default_records import DefaultRecordBatch
-from log_batches import BASE_TS, build_batch, read_records
 
-from groupcoord.errors import KafkaError
-from groupcoord.server.records import (
+from groupcoord.broker.records import (
     HEADER_SIZE,
     iter_batches,
     parse_header,
@@ -24,6 +22,8 @@ from groupcoord.server.records import (
     rewrite_for_append,
     validate_produced_batch,
 )
+from groupcoord.errors import KafkaError
+from log_batches import BASE_TS, build_batch, read_records
 
 records_st = st.lists(
     st.tuples(

@@ -2,7 +2,7 @@
 
 Metadata, CreateTopics, DeleteTopics, Produce, InitProducerId, Fetch and ListOffsets, every
 version kio has a schema for and :data:`DATA_API_VERSIONS` lists, answered from a
-:class:`~groupcoord.server.log.TopicLog`. One broker (this node) leads every partition, is
+:class:`~groupcoord.broker.log.TopicLog`. One broker (this node) leads every partition, is
 the only replica and the controller. The server shell owns sockets and time-outs; the only
 clock that enters is ``now_ms`` (record timestamp validation).
 
@@ -45,7 +45,13 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 
-from groupcoord.coordinator.offsets import StoreError
+from groupcoord.broker.log import (
+    MAX_PARTITIONS_PER_REQUEST,
+    TIMESTAMP_AFTER_MAX_MS,
+    TopicInfo,
+    TopicLog,
+)
+from groupcoord.broker.records import ZSTD, iter_batches
 from groupcoord.errors import (
     FetchSessionIdNotFoundError,
     InvalidConfigError,
@@ -62,13 +68,7 @@ from groupcoord.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
-from groupcoord.server.log import (
-    MAX_PARTITIONS_PER_REQUEST,
-    TIMESTAMP_AFTER_MAX_MS,
-    TopicInfo,
-    TopicLog,
-)
-from groupcoord.server.records import ZSTD, iter_batches
+from groupcoord.storage.log_store import StoreError
 
 #: the server's logger: topics created by clients are logged as those from ``--topic`` are
 log = logging.getLogger("groupcoord.server")
@@ -195,9 +195,6 @@ class DataApis:
         if not isinstance(version, int) or not low <= version <= high:
             raise UnsupportedVersionError(f"api key {api_key} version {version} not served")
         return handler(request)
-
-    def partitions_per_topic(self) -> dict[str, int]:
-        return self._log.partitions_per_topic()
 
     # ------------------------------------------------------------------ Metadata
 

@@ -10,7 +10,7 @@ Kafka semantics followed (single broker, one replica, CreateTime topics, no rete
 - offsets are assigned densely by the log; the log start offset is always 0 and the high
   watermark (= last stable offset, there are no transactions) is the log end offset;
 - a produced batch is validated as Kafka's ``ProduceRequest`` and ``LogValidator`` do for
-  Produce v3+ (:func:`~groupcoord.server.records.validate_produced_batch`; a magic 0/1
+  Produce v3+ (:func:`~groupcoord.broker.records.validate_produced_batch`; a magic 0/1
   message set is INVALID_RECORD there, not UNSUPPORTED_FOR_MESSAGE_FORMAT), stored as sent
   apart from the base offset and partition leader epoch (-1, "unknown", as the Metadata
   answers say); with the caller's ``now_ms``, timestamps more than an hour ahead are
@@ -34,6 +34,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from groupcoord.broker.records import (
+    parse_header,
+    record_timestamps,
+    rewrite_for_append,
+    validate_produced_batch,
+)
 from groupcoord.errors import (
     InvalidPartitionsError,
     InvalidProducerEpochError,
@@ -45,12 +51,6 @@ from groupcoord.errors import (
     PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
-)
-from groupcoord.server.records import (
-    parse_header,
-    record_timestamps,
-    rewrite_for_append,
-    validate_produced_batch,
 )
 from groupcoord.storage.log_store import (
     BatchMetadata,
@@ -210,6 +210,12 @@ class TopicLog:
 
     def partitions_per_topic(self) -> dict[str, int]:
         return {name: t.partitions for name, t in self._topics.items()}
+
+    def partition_count(self, topic: str) -> int | None:
+        """The coordinator's :class:`~groupcoord.coordinator.TopicView`: ``topic``'s
+        partitions, ``None`` if it does not exist."""
+        info = self._topics.get(topic)
+        return None if info is None else info.partitions
 
     def check_new_topic(self, name: str, partitions: int) -> None:
         """Raise what creating this topic would raise, without creating it."""

@@ -1,27 +1,19 @@
-"""ApiVersions and FindCoordinator answers, every version, through the wire codec."""
+"""FindCoordinator answers, every version, through the wire codec."""
 
 from __future__ import annotations
 
 import importlib
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
+from groupcoord.broker.data_apis import BrokerInfo
+from groupcoord.broker.find_coordinator import FIND_COORDINATOR_VERSIONS, find_coordinator
 from groupcoord.protocol.wire import RequestHeader, decode_response, encode_response
-from groupcoord.server.api_versions import (
-    API_VERSIONS_VERSIONS,
-    FIND_COORDINATOR_VERSIONS,
-    api_versions_response,
-    served_versions,
-)
-from groupcoord.server.data_apis import DATA_API_VERSIONS, BrokerInfo
-from groupcoord.server.find_coordinator import find_coordinator
 
 BROKER = BrokerInfo(node_id=0, host="broker.test", port=19092, cluster_id="c")
-TABLE = served_versions(DATA_API_VERSIONS)
 
 
 def round_trip(api_key: int, version: int, response: object) -> object:
@@ -31,29 +23,6 @@ def round_trip(api_key: int, version: int, response: object) -> object:
     )
     assert correlation_id == 9
     return decoded
-
-
-@pytest.mark.parametrize("version", range(API_VERSIONS_VERSIONS[0], API_VERSIONS_VERSIONS[1] + 1))
-def test_api_versions_every_version_lists_the_table(version: int) -> None:
-    decoded = round_trip(18, version, api_versions_response(version, TABLE))
-    assert decoded.error_code == ErrorCode.none  # type: ignore[attr-defined]
-    listed = {k.api_key: (k.min_version, k.max_version) for k in decoded.api_keys}  # type: ignore[attr-defined]
-    assert listed == TABLE
-
-
-def test_unsupported_answer_is_v0_with_the_api_versions_range_only() -> None:
-    response = api_versions_response(3, TABLE, unsupported=True)
-    assert type(response).__version__ == 0
-    decoded = round_trip(18, 0, response)
-    assert decoded.error_code == ErrorCode.unsupported_version  # type: ignore[attr-defined]
-    listed = [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys]  # type: ignore[attr-defined]
-    assert listed == [(18, *API_VERSIONS_VERSIONS)]
-
-
-def test_the_table_has_the_group_and_data_apis_and_nothing_else() -> None:
-    group = {8, 9, 11, 12, 13, 14, 15, 16, 42}
-    assert set(TABLE) == group | set(DATA_API_VERSIONS) | {10, 18}
-    assert list(TABLE) == sorted(TABLE)
 
 
 def request_class(version: int) -> type:

@@ -1,6 +1,6 @@
 """Record batches for the log tests, built and read with kafka-python's own v2 codec.
 
-Not a test module: tests/server/test_log*.py and test_data_apis.py import it, so what the
+Not a test module: tests/broker/ and tests/server/test_server.py import it, so what the
 log stores and returns is checked against an independent implementation of the format.
 """
 

@@ -23,15 +23,15 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from log_batches import build_batch, read_records
 
+from groupcoord.broker.log import PRODUCER_BATCHES_RETAINED, TopicLog
 from groupcoord.errors import (
     CorruptMessageError,
     InvalidProducerEpochError,
     OutOfOrderSequenceNumberError,
 )
-from groupcoord.server.log import PRODUCER_BATCHES_RETAINED, TopicLog
 from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
+from log_batches import build_batch, read_records
 
 PARTITIONS = 2
 values_st = st.lists(st.one_of(st.none(), st.binary(max_size=12)), min_size=1, max_size=4)

@@ -16,10 +16,20 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 
-from groupcoord.server.api_versions import FIND_COORDINATOR_KEY
-from groupcoord.server.data_apis import BrokerInfo
+from groupcoord.broker.data_apis import BrokerInfo
+from groupcoord.protocol.wire import kio_versions_within
 
-__all__ = ["GROUP_KEY_TYPE", "TRANSACTION_KEY_TYPE", "find_coordinator"]
+__all__ = [
+    "FIND_COORDINATOR_KEY",
+    "FIND_COORDINATOR_VERSIONS",
+    "GROUP_KEY_TYPE",
+    "TRANSACTION_KEY_TYPE",
+    "find_coordinator",
+]
+
+FIND_COORDINATOR_KEY: Final = 10
+#: v0-v6 (v4+ batched)
+FIND_COORDINATOR_VERSIONS: Final = kio_versions_within(FIND_COORDINATOR_KEY, 0, 6)
 
 GROUP_KEY_TYPE: Final = 0
 TRANSACTION_KEY_TYPE: Final = 1

@@ -8,8 +8,18 @@ from pathlib import Path
 
 import pytest
 from crc32c import crc32c
-from log_batches import BASE_TS, build_batch, read_records
 
+from groupcoord.broker.log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_PARTITIONS_PER_REQUEST,
+    MAX_TIMESTAMP,
+    TIMESTAMP_AFTER_MAX_MS,
+    TopicLog,
+    validate_topic_name,
+)
+from groupcoord.broker.records import parse_header
 from groupcoord.errors import (
     CorruptMessageError,
     InvalidPartitionsError,
@@ -26,18 +36,8 @@ from groupcoord.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
 )
-from groupcoord.server.log import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIERED_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_PARTITIONS_PER_REQUEST,
-    MAX_TIMESTAMP,
-    TIMESTAMP_AFTER_MAX_MS,
-    TopicLog,
-    validate_topic_name,
-)
-from groupcoord.server.records import parse_header
 from groupcoord.storage.log_store import MemoryLogStore, SqliteLogStore
+from log_batches import BASE_TS, build_batch, read_records
 
 
 @pytest.fixture(params=["memory", "sqlite"])

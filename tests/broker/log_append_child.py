@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import sys
 
-from log_batches import build_batch
-
-from groupcoord.server.log import TopicLog
+from groupcoord.broker.log import TopicLog
 from groupcoord.storage.log_store import SqliteLogStore
+from log_batches import build_batch
 
 
 def batch_for(run: int, i: int, sequence: int, producer_id: int) -> tuple[bytes, bytes]:

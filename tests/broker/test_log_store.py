@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 from log_append_child import batch_for
-from log_batches import build_batch, read_records
 
+from groupcoord.broker.log import TopicLog
 from groupcoord.coordinator import OffsetAndMetadata, SqliteOffsetStore
-from groupcoord.server.log import TopicLog
 from groupcoord.storage.log_store import (
     BatchMetadata,
     LogStore,
@@ -30,6 +29,7 @@ from groupcoord.storage.log_store import (
     TopicRecord,
 )
 from groupcoord.types import TopicPartition
+from log_batches import build_batch, read_records
 
 HERE = Path(__file__).parent
 
@@ -197,12 +197,18 @@ def test_a_failed_append_leaves_the_log_unchanged(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- SIGKILL
 
 
+def _child_path() -> str:
+    """The child's PYTHONPATH: ours, plus tests/ (log_batches.py lives one level up)."""
+    inherited = os.environ.get("PYTHONPATH")
+    return os.pathsep.join([str(HERE.parent), *([inherited] if inherited else [])])
+
+
 def _run_child_and_kill(db: Path, run: int, kill_after: int, jitter_s: float) -> list[str]:
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "log_append_child.py"), str(db), str(run)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=_child_path()),
         cwd=HERE,
     )
     assert proc.stdout is not None

@@ -25,11 +25,8 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
-from log_batches import BASE_TS, build_batch, read_records
 
-from groupcoord.errors import UnsupportedVersionError
-from groupcoord.protocol.null_check import null_arrays
-from groupcoord.server.data_apis import (
+from groupcoord.broker.data_apis import (
     API_CREATE_TOPICS,
     API_DELETE_TOPICS,
     API_FETCH,
@@ -42,8 +39,11 @@ from groupcoord.server.data_apis import (
     DataApiConfig,
     DataApis,
 )
-from groupcoord.server.log import TIMESTAMP_AFTER_MAX_MS, TopicLog
+from groupcoord.broker.log import TIMESTAMP_AFTER_MAX_MS, TopicLog
+from groupcoord.errors import UnsupportedVersionError
+from groupcoord.protocol.null_check import null_arrays
 from groupcoord.storage.log_store import MemoryLogStore
+from log_batches import BASE_TS, build_batch, read_records
 
 NODE = BrokerInfo(node_id=7, host="127.0.0.1", port=19092, cluster_id="groupcoord-test")
 
