@@ -167,7 +167,8 @@ def _describe_consumer_member(
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=member.subscribed_topic_names,
-        subscribed_topic_regex=member.subscribed_topic_regex,
+        # Kafka 4.4.0 answers "" for a member without a regex (measured), not null
+        subscribed_topic_regex=member.subscribed_topic_regex or "",
         assignment=_described_partitions(topics, member.assigned),
         target_assignment=_described_partitions(topics, target),
         member_type=CONSUMER_MEMBER_TYPE,
