@@ -220,6 +220,12 @@ def _server_assignors(out: str) -> None:
     )
 
 
+def _kip848_consumer(out: str) -> None:
+    assigned, committed = out.splitlines()
+    assert assigned == "[0, 1, 2, 3, 4, 5]"
+    assert committed == "{" + ", ".join(f"{p}: 42" for p in range(6)) + "}"
+
+
 def _silent(out: str) -> None:
     assert out == ""
 
@@ -238,6 +244,7 @@ PROMISES: dict[str, Callable[[str], None]] = {
     "target = UniformAssignor().assign(members, topics)": _server_assignors,
     # the KIP-848 walk-through checks itself with asserts; it must print nothing
     "def heartbeat(member, epoch, now, **fields):": _silent,
+    '"group.protocol": "consumer"})': _kip848_consumer,
 }
 
 

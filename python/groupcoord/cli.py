@@ -415,6 +415,24 @@ def serve(
         int | None,
         typer.Option(min=1, metavar="N", help="Kafka's group.max.size.", show_default="unbounded"),
     ] = None,
+    group_consumer_session_timeout_ms: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="MS",
+            help="Kafka's group.consumer.session.timeout.ms (KIP-848 groups); a value below"
+            " group.consumer.min.session.timeout.ms lowers that bound to it.",
+        ),
+    ] = 45_000,
+    group_consumer_heartbeat_interval_ms: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="MS",
+            help="Kafka's group.consumer.heartbeat.interval.ms (KIP-848 groups); a value below"
+            " group.consumer.min.heartbeat.interval.ms lowers that bound to it.",
+        ),
+    ] = 5_000,
     max_frame_bytes: Annotated[
         int,
         typer.Option(
@@ -454,6 +472,16 @@ def serve(
     }
     if group_max_size is not None:
         settings["group.max.size"] = group_max_size
+    defaults = CoordinatorConfig()
+    # a test or a laptop wants faster KIP-848 rebalances than Kafka's minimums allow
+    settings["group.consumer.session.timeout.ms"] = group_consumer_session_timeout_ms
+    settings["group.consumer.min.session.timeout.ms"] = min(
+        group_consumer_session_timeout_ms, defaults.group_consumer_min_session_timeout_ms
+    )
+    settings["group.consumer.heartbeat.interval.ms"] = group_consumer_heartbeat_interval_ms
+    settings["group.consumer.min.heartbeat.interval.ms"] = min(
+        group_consumer_heartbeat_interval_ms, defaults.group_consumer_min_heartbeat_interval_ms
+    )
     try:
         config = ServerConfig(
             host=host,

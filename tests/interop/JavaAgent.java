@@ -1,4 +1,5 @@
-// Consumer agent running Kafka's own Java KafkaConsumer (classic group protocol), for the
+// Consumer agent running Kafka's own Java KafkaConsumer (classic or KIP-848 "consumer" group
+// protocol, settings' group_protocol), for the
 // interop scenarios: the same protocol as agent_common.py (settings JSON in args[0];
 // events as JSON lines on stdout: started, generation, assigned / revoked / lost, records,
 // committed, error, closed; commands on stdin: commit, committed, close). "committed"
@@ -68,19 +69,28 @@ public class JavaAgent {
         System.setOut(System.err);
         JsonNode settings = JSON.readTree(args[0]);
         String assignor = settings.get("assignor").asText();
-        boolean eager = !assignor.contains("cooperative");
+        // KIP-848 (group.protocol=consumer): the coordinator assigns, incrementally
+        boolean kip848 = settings.hasNonNull("group_protocol")
+            && settings.get("group_protocol").asText().equals("consumer");
+        boolean eager = !kip848 && !assignor.contains("cooperative");
         Map<String, String> classes = Map.of(
             "range", RangeAssignor.class.getName(),
             "roundrobin", RoundRobinAssignor.class.getName(),
             "cooperative-sticky", CooperativeStickyAssignor.class.getName());
-        if (!classes.containsKey(assignor)) throw new IllegalArgumentException("assignor " + assignor);
         Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.get("bootstrap").asText());
         props.put(ConsumerConfig.GROUP_ID_CONFIG, settings.get("group").asText());
-        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-        props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, classes.get(assignor));
-        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, settings.get("session_timeout_ms").asText());
-        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, settings.get("heartbeat_interval_ms").asText());
+        if (kip848) {
+            // the classic settings are refused with this protocol: the coordinator owns them
+            props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            props.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignor);
+        } else {
+            if (!classes.containsKey(assignor)) throw new IllegalArgumentException("assignor " + assignor);
+            props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, classes.get(assignor));
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, settings.get("session_timeout_ms").asText());
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, settings.get("heartbeat_interval_ms").asText());
+        }
         props.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, settings.get("max_poll_interval_ms").asText());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, settings.get("auto_commit").asText());
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");

@@ -39,6 +39,10 @@ class AgentSettings:
     instance_id: str | None
     auto_commit: bool
     report_records: bool
+    #: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848: the coordinator assigns with
+    #: its ``assignor``; the client's own assignor, session timeout and heartbeat interval
+    #: are not used, the coordinator sets them)
+    group_protocol: str = "classic"
 
     @classmethod
     def from_argv(cls) -> AgentSettings:

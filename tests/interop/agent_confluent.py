@@ -1,8 +1,10 @@
 """Consumer agent running confluent-kafka's (librdkafka's) Consumer (see agent_common).
 
 ``range``, ``roundrobin`` (eager) and ``cooperative-sticky`` are librdkafka's own
-assignors. Set ``AGENT_DEBUG=protocol,cgrp,broker`` to get librdkafka's debug log on the
-agent's stderr. Usage: ``python agent_confluent.py '<AgentSettings as JSON>'``.
+assignors; with ``group_protocol="consumer"`` (KIP-848) ``assignor`` names the
+coordinator's (``uniform``, ``range``). Set ``AGENT_DEBUG=protocol,cgrp,broker`` to get
+librdkafka's debug log on the agent's stderr.
+Usage: ``python agent_confluent.py '<AgentSettings as JSON>'``.
 """
 
 from __future__ import annotations
@@ -19,24 +21,31 @@ def main() -> None:
     settings = AgentSettings.from_argv()
     reporter = Reporter()
     inbox = start_command_reader()
+    kip848 = settings.group_protocol == "consumer"
     config: dict[str, Any] = {
         "bootstrap.servers": settings.bootstrap,
         "group.id": settings.group,
-        "partition.assignment.strategy": settings.assignor,
-        "session.timeout.ms": settings.session_timeout_ms,
-        "heartbeat.interval.ms": settings.heartbeat_interval_ms,
         "max.poll.interval.ms": settings.max_poll_interval_ms,
         "enable.auto.commit": settings.auto_commit,
         "auto.commit.interval.ms": 500,
         "auto.offset.reset": "earliest",
         "fetch.wait.max.ms": 100,
     }
+    if kip848:
+        # librdkafka refuses the classic group settings with group.protocol=consumer
+        config["group.protocol"] = "consumer"
+        config["group.remote.assignor"] = settings.assignor
+    else:
+        config["partition.assignment.strategy"] = settings.assignor
+        config["session.timeout.ms"] = settings.session_timeout_ms
+        config["heartbeat.interval.ms"] = settings.heartbeat_interval_ms
     if settings.instance_id is not None:
         config["group.instance.id"] = settings.instance_id
     if os.environ.get("AGENT_DEBUG"):
         config["debug"] = os.environ["AGENT_DEBUG"]
     consumer = Consumer(config)
-    eager = "cooperative" not in settings.assignor
+    # KIP-848 assignments are incremental, as cooperative ones
+    eager = not kip848 and "cooperative" not in settings.assignor
 
     def on_assign(_consumer: Consumer, partitions: list[Any]) -> None:
         reporter.assigned(((tp.topic, tp.partition) for tp in partitions), eager=eager, gen=None)
@@ -62,8 +71,12 @@ def main() -> None:
             return
         if command == "commit":
             try:
-                consumer.commit(asynchronous=False)
-                reporter.emit("committed")
+                results = consumer.commit(asynchronous=False) or []
+                failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in results if tp.error]
+                if failed:  # a per-partition refusal does not raise
+                    reporter.emit("error", msg=f"commit refused for {failed}")
+                else:
+                    reporter.emit("committed")
             except KafkaException as exc:  # e.g. _NO_OFFSET: nothing consumed yet
                 reporter.emit("error", msg=str(exc))
         messages = consumer.consume(num_messages=1000, timeout=0.1)

@@ -13,9 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from groupcoord.coordinator.consumer_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
+    TopicPartitions,
+)
 from groupcoord.coordinator.messages import (
-    AnyRequest,
-    AnyResponse,
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -51,8 +59,12 @@ from groupcoord.coordinator.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from groupcoord.coordinator.output import CoordinatorRequest as AnyRequest
+from groupcoord.coordinator.output import CoordinatorResponse as AnyResponse
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
     IllegalGenerationError,
     KafkaError,
     RebalanceInProgressError,
@@ -89,6 +101,8 @@ errors: st.SearchStrategy[type[KafkaError] | None] = st.sampled_from(
         RebalanceInProgressError,
         CoordinatorNotAvailableError,
         UnknownTopicOrPartitionError,
+        FencedMemberEpochError,
+        GroupIdNotFoundError,
     ]
 )
 blobs = st.binary(max_size=16)
@@ -247,6 +261,41 @@ def delete_request(v: int) -> st.SearchStrategy[AnyRequest]:
     )
 
 
+topic_ids = st.uuids()
+partition_ids = st.lists(st.integers(0, 2**31 - 1), max_size=4).map(tuple)
+owned_topics = st.lists(
+    st.builds(TopicPartitions, topic_id=topic_ids, partitions=partition_ids), max_size=3
+).map(tuple)
+
+
+def consumer_heartbeat_request(v: int) -> st.SearchStrategy[AnyRequest]:
+    return st.builds(
+        ConsumerGroupHeartbeatRequest,
+        version=st.just(v),
+        group_id=names,
+        member_id=names,
+        member_epoch=int32,
+        instance_id=opt_names,
+        rack_id=opt_names,
+        rebalance_timeout_ms=int32,
+        subscribed_topic_names=st.none() | st.lists(names, max_size=3).map(tuple),
+        subscribed_topic_regex=since(v, 1, opt_names, None),
+        server_assignor=opt_names,
+        topic_partitions=st.none() | owned_topics,
+        client_id=names,
+        client_host=names,
+    )
+
+
+def consumer_describe_request(v: int) -> st.SearchStrategy[AnyRequest]:
+    return st.builds(
+        ConsumerGroupDescribeRequest,
+        version=st.just(v),
+        group_ids=st.lists(names, max_size=3).map(tuple),
+        include_authorized_operations=st.booleans(),
+    )
+
+
 REQUESTS = {
     11: join_request,
     14: sync_request,
@@ -257,6 +306,8 @@ REQUESTS = {
     15: describe_request,
     16: list_request,
     42: delete_request,
+    68: consumer_heartbeat_request,
+    69: consumer_describe_request,
 }
 
 
@@ -402,6 +453,62 @@ def delete_response(v: int) -> st.SearchStrategy[AnyResponse]:
     )
 
 
+def consumer_heartbeat_response(v: int) -> st.SearchStrategy[AnyResponse]:
+    return st.builds(
+        ConsumerGroupHeartbeatResponse,
+        version=st.just(v),
+        error=errors,
+        error_message=opt_names,
+        member_id=opt_names,
+        member_epoch=int32,
+        heartbeat_interval_ms=int32,
+        assignment=st.none() | owned_topics,
+    )
+
+
+def consumer_describe_response(v: int) -> st.SearchStrategy[AnyResponse]:
+    described = st.lists(
+        st.builds(
+            DescribedTopicPartitions,
+            topic_id=topic_ids,
+            topic_name=names,
+            partitions=partition_ids,
+        ),
+        max_size=3,
+    ).map(tuple)
+    member = st.builds(
+        DescribedConsumerMember,
+        member_id=names,
+        instance_id=opt_names,
+        rack_id=opt_names,
+        member_epoch=int32,
+        client_id=names,
+        client_host=names,
+        subscribed_topic_names=st.lists(names, max_size=3).map(tuple),
+        subscribed_topic_regex=opt_names,
+        assignment=described,
+        target_assignment=described,
+        member_type=since(v, 1, st.sampled_from([-1, 0, 1]), -1),
+    )
+    group = st.builds(
+        DescribedConsumerGroup,
+        error=errors,
+        error_message=opt_names,
+        group_id=names,
+        group_state=names,
+        group_epoch=int32,
+        assignment_epoch=int32,
+        assignor_name=names,
+        members=st.lists(member, max_size=3).map(tuple),
+        authorized_operations=int32,
+    )
+    return st.builds(
+        ConsumerGroupDescribeResponse,
+        version=st.just(v),
+        groups=st.lists(group, max_size=3).map(tuple),
+    )
+
+
 RESPONSES = {
     11: join_response,
     14: sync_response,
@@ -412,6 +519,8 @@ RESPONSES = {
     15: describe_response,
     16: list_response,
     42: delete_response,
+    68: consumer_heartbeat_response,
+    69: consumer_describe_response,
 }
 
 
@@ -424,6 +533,12 @@ def test_versions_are_the_intersection_of_kio_and_the_coordinator() -> None:
     assert GROUP_API_VERSIONS[9] == (1, 9)
     assert GROUP_API_VERSIONS[11] == (0, 9)
     assert GROUP_API_VERSIONS[15] == (0, 5)
+    assert GROUP_API_VERSIONS[68] == (0, 1)
+    assert GROUP_API_VERSIONS[69] == (0, 1)
+
+
+#: requests whose client id and host come from the header and the connection
+_FROM_CONNECTION = (JoinGroupRequest, ConsumerGroupHeartbeatRequest)
 
 
 @pytest.mark.parametrize(("api_key", "version"), ALL_VERSIONS)
@@ -438,8 +553,8 @@ def test_request_round_trip_over_the_wire(api_key: int, version: int, data: st.D
         header.api_version,
         kio_request,
         correlation=ours.correlation,
-        client_id=ours.client_id if isinstance(ours, JoinGroupRequest) else "",
-        client_host=ours.client_host if isinstance(ours, JoinGroupRequest) else "",
+        client_id=ours.client_id if isinstance(ours, _FROM_CONNECTION) else "",
+        client_host=ours.client_host if isinstance(ours, _FROM_CONNECTION) else "",
     )
     assert back == ours
 

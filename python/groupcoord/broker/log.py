@@ -171,6 +171,7 @@ class TopicLog:
         "_new_topic_id",
         "_partitions",
         "_store",
+        "_topic_listeners",
         "_topics",
     )
 
@@ -185,6 +186,7 @@ class TopicLog:
         self._max_batch_bytes = max_batch_bytes
         self._new_topic_id = new_topic_id
         self._listeners: list[Callable[[str, int], None]] = []
+        self._topic_listeners: list[Callable[[], None]] = []
         loaded = store.load()
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
@@ -247,6 +249,7 @@ class TopicLog:
         info = self._add_topic(record)
         for p in range(partitions):
             self._partitions[(name, p)] = _Partition([], {})
+        self._topics_changed()
         return info
 
     def add_partitions(self, name: str, partitions: int) -> TopicInfo:
@@ -271,9 +274,11 @@ class TopicLog:
         self._store.add_partitions(name, partitions)
         for p in range(info.partitions, partitions):
             self._partitions[(name, p)] = _Partition([], {})
-        return self._add_topic(
+        grown = self._add_topic(
             TopicRecord(name=name, topic_id=info.topic_id, partitions=partitions)
         )
+        self._topics_changed()
+        return grown
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
@@ -284,7 +289,17 @@ class TopicLog:
         del self._by_id[info.topic_id]
         for p in range(info.partitions):
             del self._partitions[(name, p)]
+        self._topics_changed()
         return info
+
+    def add_topics_listener(self, fn: Callable[[], None]) -> None:
+        """``fn()`` after every topic created, grown or deleted (the coordinator's image
+        of the topics follows the log through it)."""
+        self._topic_listeners.append(fn)
+
+    def _topics_changed(self) -> None:
+        for fn in self._topic_listeners:
+            fn()
 
     def _add_topic(self, record: TopicRecord) -> TopicInfo:
         info = TopicInfo(name=record.name, topic_id=record.topic_id, partitions=record.partitions)

@@ -1,4 +1,5 @@
-"""DescribeGroups (v0-v5), ListGroups (v0-v5) and DeleteGroups (v0-v2)."""
+"""DescribeGroups (v0-v5), ListGroups (v0-v5), DeleteGroups (v0-v2) and KIP-848's
+ConsumerGroupDescribe (v0-v1)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,16 @@ import dataclasses
 import logging
 from functools import partial
 
+from groupcoord.coordinator.consumer_group import Assignment, ConsumerGroup, ConsumerMember
+from groupcoord.coordinator.consumer_heartbeat import preferred_assignor
+from groupcoord.coordinator.consumer_messages import (
+    CONSUMER_MEMBER_TYPE,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
+)
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.messages import (
     DeletableGroupResult,
@@ -23,6 +34,7 @@ from groupcoord.coordinator.messages import (
 from groupcoord.coordinator.offsets import GroupTombstone
 from groupcoord.coordinator.rebalance import Rebalancer
 from groupcoord.coordinator.states import GroupState
+from groupcoord.coordinator.topics import TopicImage
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
     GroupIdNotFoundError,
@@ -30,7 +42,12 @@ from groupcoord.errors import (
 )
 from groupcoord.protocol import described_assignment, described_subscription
 
-__all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
+__all__ = [
+    "handle_consumer_group_describe",
+    "handle_delete_groups",
+    "handle_describe_groups",
+    "handle_list_groups",
+]
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -95,6 +112,85 @@ def _describe(rb: Rebalancer, group_id: str) -> DescribedGroup:
         protocol_data=(group.protocol_name or "") if stable else "",
         members=tuple(members),
     )
+
+
+def handle_consumer_group_describe(rb: Rebalancer, req: ConsumerGroupDescribeRequest) -> None:
+    """Kafka's ``consumerGroupDescribe``: a classic group, or none, is GROUP_ID_NOT_FOUND
+    (Java's admin then describes it with DescribeGroups)."""
+    groups = []
+    for group_id in req.group_ids:
+        group = rb.consumer_groups.get(group_id)
+        if group is None:
+            # Kafka's GroupIdNotFoundException messages (GroupMetadataManager.consumerGroup)
+            why = "is not a consumer group" if group_id in rb.groups else "not found"
+            groups.append(
+                DescribedConsumerGroup(
+                    group_id=group_id,
+                    error=GroupIdNotFoundError,
+                    error_message=f"Group {group_id} {why}.",
+                )
+            )
+            continue
+        described = _describe_consumer_group(rb.topics, group)
+        if req.include_authorized_operations:
+            described = dataclasses.replace(described, authorized_operations=GROUP_OPERATIONS)
+        groups.append(described)
+    rb.out.append(
+        ConsumerGroupDescribeResponse(
+            version=req.version, correlation=req.correlation, groups=tuple(groups)
+        )
+    )
+
+
+def _describe_consumer_group(topics: TopicImage, group: ConsumerGroup) -> DescribedConsumerGroup:
+    return DescribedConsumerGroup(
+        group_id=group.group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=preferred_assignor(group),
+        members=tuple(
+            _describe_consumer_member(topics, m, group.target_of(m.member_id))
+            for m in group.members.values()
+        ),
+    )
+
+
+def _describe_consumer_member(
+    topics: TopicImage, member: ConsumerMember, target: Assignment
+) -> DescribedConsumerMember:
+    return DescribedConsumerMember(
+        member_id=member.member_id,
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=member.subscribed_topic_names,
+        # Kafka 4.4.0 answers "" for a member without a regex (measured), not null
+        subscribed_topic_regex=member.subscribed_topic_regex or "",
+        assignment=_described_partitions(topics, member.assigned),
+        target_assignment=_described_partitions(topics, target),
+        member_type=CONSUMER_MEMBER_TYPE,
+    )
+
+
+def _described_partitions(
+    topics: TopicImage, assignment: Assignment
+) -> tuple[DescribedTopicPartitions, ...]:
+    # as Kafka, a topic no longer in the image is left out
+    out = []
+    for name in sorted(assignment):
+        meta = topics.by_name(name)
+        if meta is not None:
+            out.append(
+                DescribedTopicPartitions(
+                    topic_id=meta.topic_id,
+                    topic_name=name,
+                    partitions=tuple(sorted(assignment[name])),
+                )
+            )
+    return tuple(out)
 
 
 def handle_list_groups(rb: Rebalancer, req: ListGroupsRequest) -> None:

@@ -71,6 +71,7 @@ __all__ = [
     "DEFAULT_ASSIGNOR",
     "handle_consumer_group_heartbeat",
     "on_consumer_deadline",
+    "preferred_assignor",
     "refresh_all_subscriptions",
 ]
 
@@ -440,7 +441,7 @@ def refresh_all_subscriptions(rb: Rebalancer) -> None:
             _bump(group, "subscribed topics changed")
 
 
-def _preferred_assignor(group: ConsumerGroup) -> str:
+def preferred_assignor(group: ConsumerGroup) -> str:
     """The assignor most members ask for (ties: by name), else the default."""
     votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
     if not votes:
@@ -450,7 +451,7 @@ def _preferred_assignor(group: ConsumerGroup) -> str:
 
 def _update_target(rb: Rebalancer, group: ConsumerGroup) -> None:
     """A new target assignment for the group epoch (Kafka's ``TargetAssignmentBuilder``)."""
-    name = _preferred_assignor(group)
+    name = preferred_assignor(group)
     members = {
         m.member_id: ServerMember(
             topics=_subscribed_topics(rb, m), rack=m.rack_id, instance_id=m.instance_id

@@ -1,4 +1,5 @@
-"""ConsumerGroupHeartbeat (API 68, v0-v1): the one request of KIP-848 consumer groups.
+"""KIP-848's requests: ConsumerGroupHeartbeat (API 68, v0-v1), the one request a member
+sends, and ConsumerGroupDescribe (API 69, v0-v1), the admin's view of a consumer group.
 
 Same conventions as :mod:`groupcoord.coordinator.messages`: frozen, slotted, keyword-only
 dataclasses named after Kafka's JSON schema, checking their own types on construction. What
@@ -21,20 +22,28 @@ from typing import ClassVar, Final
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
     ErrorResponse,
+    ErrorResult,
     Request,
+    Response,
     _check_version,
     _int,
     _opt_str,
     _set,
     _str,
+    _str_tuple,
     _tuple,
 )
 
 __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
+    "DescribedConsumerGroup",
+    "DescribedConsumerMember",
+    "DescribedTopicPartitions",
     "TopicPartitions",
 ]
 
@@ -131,3 +140,76 @@ class ConsumerGroupHeartbeatResponse(ErrorResponse):
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: tuple[TopicPartitions, ...] | None = None
+
+
+# --------------------------------------------------------------------------------------
+# ConsumerGroupDescribe (API 69, v0-v1)
+# --------------------------------------------------------------------------------------
+
+#: ``member_type`` of a member speaking ConsumerGroupHeartbeat (v1; 0 is a classic member
+#: of a mixed group, -1 unknown, as in v0 where the field does not exist).
+CONSUMER_MEMBER_TYPE: Final = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribeRequest(Request):
+    """ConsumerGroupDescribe: the consumer groups ``group_ids``."""
+
+    API_KEY: ClassVar[int] = 69
+    MAX_VERSION: ClassVar[int] = 1
+
+    group_ids: tuple[str, ...] = ()
+    include_authorized_operations: bool = False
+
+    def __post_init__(self) -> None:
+        _check_version(self)
+        _set(self, "group_ids", _str_tuple(self.group_ids, "group_ids"))
+        if not isinstance(self.include_authorized_operations, bool):
+            raise TypeError("include_authorized_operations must be a bool")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedTopicPartitions:
+    """Partitions of one topic as ConsumerGroupDescribe names them: by id and by name."""
+
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConsumerMember:
+    """One member: its current ``assignment`` (what it may use now) and its
+    ``target_assignment`` (what the assignor wants it to have)."""
+
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    assignment: tuple[DescribedTopicPartitions, ...] = ()
+    target_assignment: tuple[DescribedTopicPartitions, ...] = ()
+    member_type: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConsumerGroup(ErrorResult):
+    """One group; a group that is not a consumer group has only ``group_id``, ``error``
+    (GROUP_ID_NOT_FOUND) and ``error_message``."""
+
+    error_message: str | None = None
+    group_id: str
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+    authorized_operations: int = -(2**31)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribeResponse(Response):
+    groups: tuple[DescribedConsumerGroup, ...] = ()

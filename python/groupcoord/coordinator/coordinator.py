@@ -32,6 +32,7 @@ from typing import Any
 
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.admin import (
+    handle_consumer_group_describe,
     handle_delete_groups,
     handle_describe_groups,
     handle_list_groups,
@@ -43,7 +44,10 @@ from groupcoord.coordinator.consumer_heartbeat import (
     on_consumer_deadline,
     refresh_all_subscriptions,
 )
-from groupcoord.coordinator.consumer_messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.consumer_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
@@ -465,4 +469,5 @@ _HANDLERS: dict[type[Any], Callable[[Rebalancer, Any], None]] = {
     ListGroupsRequest: handle_list_groups,
     DeleteGroupsRequest: handle_delete_groups,
     ConsumerGroupHeartbeatRequest: handle_consumer_group_heartbeat,
+    ConsumerGroupDescribeRequest: handle_consumer_group_describe,
 }

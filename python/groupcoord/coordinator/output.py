@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
 from groupcoord.coordinator.consumer_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
@@ -36,10 +38,14 @@ __all__ = [
     "WriteBatch",
 ]
 
-#: Every request the coordinator handles: the classic group APIs and KIP-848's heartbeat.
-CoordinatorRequest: TypeAlias = AnyRequest | ConsumerGroupHeartbeatRequest
+#: Every request the coordinator handles: the classic group APIs and KIP-848's.
+CoordinatorRequest: TypeAlias = (
+    AnyRequest | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest
+)
 #: Every response it releases.
-CoordinatorResponse: TypeAlias = AnyResponse | ConsumerGroupHeartbeatResponse
+CoordinatorResponse: TypeAlias = (
+    AnyResponse | ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse
+)
 
 #: What the coordinator tells observers.
 CoordinatorEvent = RebalanceCompleted | MemberRemoved

@@ -38,6 +38,7 @@ import itertools
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from groupcoord.assignors.base import Assignor, RebalanceProtocol
 from groupcoord.assignors.builtin import CooperativeStickyAssignor
@@ -570,12 +571,11 @@ class MemberMachine:
             self._requeue(entry)
             self.coordinator_lost(now_ms)
             return
-        self.receive(
-            error_response(
-                request.API_KEY, request.version, request, error, correlation=request.correlation
-            ),
-            now_ms,
+        # a member sends classic requests only, so the answer is a classic response
+        answer = error_response(
+            request.API_KEY, request.version, request, error, correlation=request.correlation
         )
+        self.receive(cast(AnyResponse, answer), now_ms)
 
     def receive(self, response: AnyResponse, now_ms: int) -> None:
         """A response to a request this machine emitted (others are ignored: stale)."""

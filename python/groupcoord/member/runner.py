@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import Final, cast
 
 from groupcoord.assignors.base import Assignor
 from groupcoord.coordinator.messages import (
@@ -512,11 +512,15 @@ class GroupMember:
                 self._machine.request_failed(request, type(error), now)
                 continue
             try:
-                response: AnyResponse = from_kio_response(
-                    request.API_KEY,
-                    request.version,
-                    pending.result(0),
-                    correlation=request.correlation,
+                # a member sends classic requests only: classic responses come back
+                response = cast(
+                    AnyResponse,
+                    from_kio_response(
+                        request.API_KEY,
+                        request.version,
+                        pending.result(0),
+                        correlation=request.correlation,
+                    ),
                 )
             except (GroupcoordError, ValueError, TypeError):
                 # A response our messages refuse (values out of range): the coordinator

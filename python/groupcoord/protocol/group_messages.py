@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from kio.static.constants import EntityType
 
-from groupcoord.coordinator.messages import AnyRequest, AnyResponse
+from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
 from groupcoord.errors import KafkaError, UnsupportedVersionError
 from groupcoord.protocol import wire
 from groupcoord.protocol.apis import GROUP_APIS
@@ -37,7 +37,7 @@ __all__ = [
 #: The API keys the coordinator serves.
 GROUP_API_KEYS: Final = frozenset(GROUP_APIS)
 
-_BY_RESPONSE: Final[Mapping[type[AnyResponse], GroupApi]] = {
+_BY_RESPONSE: Final[Mapping[type[CoordinatorResponse], GroupApi]] = {
     api.response: api for api in GROUP_APIS.values()
 }
 
@@ -92,7 +92,7 @@ def to_coordinator_request(
     correlation: object = None,
     client_id: str = "",
     client_host: str = "",
-) -> AnyRequest:
+) -> CoordinatorRequest:
     """The coordinator request for a decoded kio group request.
 
     Our request validates itself: a value a broker rejects raises ``ValueError`` /
@@ -102,12 +102,12 @@ def to_coordinator_request(
     return api.read_request(request, version, correlation, client_id, client_host)
 
 
-def response_api_key(response: AnyResponse) -> int:
+def response_api_key(response: CoordinatorResponse) -> int:
     """The API key of one of our responses."""
     return _BY_RESPONSE[type(response)].api_key
 
 
-def to_kio_response(response: AnyResponse) -> Any:
+def to_kio_response(response: CoordinatorResponse) -> Any:
     """The kio response (of ``response.version``) for one of the coordinator's responses."""
     api = _api(response_api_key(response), response.version)
     cls = payload_class(api.api_key, response.version, EntityType.response)
@@ -119,7 +119,7 @@ def to_kio_response(response: AnyResponse) -> Any:
 # --------------------------------------------------------------------------------------
 
 
-def to_kio_request(request: AnyRequest) -> Any:
+def to_kio_request(request: CoordinatorRequest) -> Any:
     """The kio request (of ``request.version``) for one of our requests."""
     api = _api(request.API_KEY, request.version)
     cls = payload_class(api.api_key, request.version, EntityType.request)
@@ -128,7 +128,7 @@ def to_kio_request(request: AnyRequest) -> Any:
 
 def from_kio_response(
     api_key: int, version: int, response: Any, *, correlation: object = None
-) -> AnyResponse:
+) -> CoordinatorResponse:
     """Our response for a decoded kio group response of (api_key, version)."""
     return _api(api_key, version).read_response(response, version, correlation)
 
@@ -140,7 +140,7 @@ def from_kio_response(
 
 def error_response(
     api_key: int, version: int, request: Any, error: type[KafkaError], *, correlation: object = None
-) -> AnyResponse:
+) -> CoordinatorResponse:
     """Our response of API ``api_key`` at ``version`` answering ``request`` with ``error``
     everywhere it can be (top level, or on every item the request named: each topic and
     partition of an OffsetCommit, each group of a batched OffsetFetch, DescribeGroups or

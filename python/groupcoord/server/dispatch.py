@@ -28,10 +28,10 @@ from typing import Any
 from groupcoord.broker.data_apis import API_FETCH, DATA_API_VERSIONS, BrokerInfo, DataApis
 from groupcoord.broker.find_coordinator import FIND_COORDINATOR_KEY, find_coordinator
 from groupcoord.coordinator import (
-    AnyResponse,
     HeartbeatResponse,
     OffsetCommitResponse,
 )
+from groupcoord.coordinator.output import CoordinatorResponse
 from groupcoord.errors import (
     InconsistentGroupProtocolError,
     InvalidRequestError,
@@ -234,7 +234,7 @@ class Dispatcher:
         return _encoded_later(answered, lambda r: _encode_commit(correlation_id, r))
 
     @staticmethod
-    def _encode_group(header: RequestHeader, request: Any, response: AnyResponse) -> bytes:
+    def _encode_group(header: RequestHeader, request: Any, response: CoordinatorResponse) -> bytes:
         try:
             return encode_response(header, to_kio_response(response))
         except Exception:  # a bug: log it, answer with an error, keep the connection
@@ -245,12 +245,12 @@ class Dispatcher:
 
 
 def _encoded_later(
-    answered: asyncio.Future[AnyResponse], encode: Callable[[AnyResponse], bytes]
+    answered: asyncio.Future[CoordinatorResponse], encode: Callable[[CoordinatorResponse], bytes]
 ) -> asyncio.Future[bytes | None]:
     """A future of the reply frame of a response the coordinator releases later."""
     reply: asyncio.Future[bytes | None] = answered.get_loop().create_future()
 
-    def encoded(done: asyncio.Future[AnyResponse]) -> None:
+    def encoded(done: asyncio.Future[CoordinatorResponse]) -> None:
         if reply.done():
             return
         if done.cancelled():
@@ -262,12 +262,12 @@ def _encoded_later(
     return reply
 
 
-def _encode_commit(correlation_id: int, response: AnyResponse) -> bytes:
+def _encode_commit(correlation_id: int, response: CoordinatorResponse) -> bytes:
     assert isinstance(response, OffsetCommitResponse)
     return encode_offset_commit_response(correlation_id, response)
 
 
-def _error_code(response: AnyResponse) -> int:
+def _error_code(response: CoordinatorResponse) -> int:
     assert isinstance(response, HeartbeatResponse)
     return response.error_code
 

@@ -24,11 +24,9 @@ import asyncio
 import dataclasses
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from groupcoord.coordinator import (
-    AnyRequest,
-    AnyResponse,
     GroupCoordinator,
     HeartbeatRequest,
     Listeners,
@@ -39,8 +37,8 @@ from groupcoord.coordinator import (
     RebalanceCompleted,
     RebalanceListener,
 )
-from groupcoord.coordinator.consumer_messages import ConsumerGroupHeartbeatResponse
-from groupcoord.coordinator.output import CoordinatorResponse
+from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
+from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.server.persistence import StoreWriter
 
 __all__ = ["GroupGateway", "log_rebalance"]
@@ -108,7 +106,7 @@ class GroupGateway:
         )
         self._listeners = Listeners()
         self._now_ms = now_ms
-        self._pending: dict[int, asyncio.Future[AnyResponse]] = {}
+        self._pending: dict[int, asyncio.Future[CoordinatorResponse]] = {}
         self._tokens = itertools.count(1)
         self._last_token = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -129,11 +127,15 @@ class GroupGateway:
         """Requests whose response the coordinator has not released yet."""
         return len(self._pending)
 
-    def submit(self, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+    def submit(
+        self, request: CoordinatorRequest
+    ) -> CoordinatorResponse | asyncio.Future[CoordinatorResponse]:
         """The response to ``request`` if the coordinator answers at once (most requests),
         else a future resolved when it releases the response."""
         if self._closed:
-            cancelled: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
+            cancelled: asyncio.Future[CoordinatorResponse] = (
+                asyncio.get_running_loop().create_future()
+            )
             cancelled.cancel()
             return cancelled
         token = request.correlation
@@ -143,7 +145,9 @@ class GroupGateway:
         assert isinstance(token, int)
         return self._handle(token, request)
 
-    def heartbeat(self, request: HeartbeatRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+    def heartbeat(
+        self, request: HeartbeatRequest
+    ) -> CoordinatorResponse | asyncio.Future[CoordinatorResponse]:
         """:meth:`submit` for a Heartbeat whose ``correlation`` came from
         :meth:`new_correlation` (the server's hot path). The coordinator answers a
         Heartbeat within ``handle`` itself, so this returns the response, and a cancelled
@@ -153,6 +157,14 @@ class GroupGateway:
         token = request.correlation
         assert isinstance(token, int)
         return self._handle(token, request)
+
+    def update_topics(self, topics: Iterable[TopicMetadata]) -> None:
+        """The cluster's topics are now ``topics`` (all of them): KIP-848 groups assign
+        from them and name them by id on the wire, so the shell calls this at start and
+        after every topic created, grown or deleted."""
+        if self._closed:
+            return
+        self._apply(self.coordinator.update_topics(topics, self._now_ms()))
 
     def new_correlation(self) -> int:
         """A correlation token for a request about to be submitted (saves :meth:`submit`
@@ -165,15 +177,17 @@ class GroupGateway:
             isinstance(token, int) and 0 < token <= self._last_token and token not in self._pending
         )
 
-    def _handle(self, token: int, request: AnyRequest) -> AnyResponse | asyncio.Future[AnyResponse]:
+    def _handle(
+        self, token: int, request: CoordinatorRequest
+    ) -> CoordinatorResponse | asyncio.Future[CoordinatorResponse]:
         immediate = self._apply(self.coordinator.handle(request, self._now_ms()), token)
         if immediate is not None:
             return immediate
-        future: asyncio.Future[AnyResponse] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[CoordinatorResponse] = asyncio.get_running_loop().create_future()
         self._pending[token] = future
         return future
 
-    def _apply(self, out: Output, current: int = 0) -> AnyResponse | None:
+    def _apply(self, out: Output, current: int = 0) -> CoordinatorResponse | None:
         """Act on a coordinator call's output: tell the listeners, hand the records to the
         writer (an unthreaded writer persists them at once, and what that releases is
         applied too), resolve the futures of released responses. Returns the response for
@@ -200,13 +214,12 @@ class GroupGateway:
             return
         self._apply(self.coordinator.persisted(batch_id, ok, self._now_ms()))
 
-    def _release(self, responses: list[CoordinatorResponse], current: int) -> AnyResponse | None:
+    def _release(
+        self, responses: list[CoordinatorResponse], current: int
+    ) -> CoordinatorResponse | None:
         """Resolve the futures of released responses; return the one for ``current``."""
         immediate = None
         for response in responses:
-            if isinstance(response, ConsumerGroupHeartbeatResponse):
-                # the gateway submits no ConsumerGroupHeartbeat (not on the wire yet)
-                raise TypeError(f"unexpected consumer-group response: {response!r}")
             token = response.correlation
             if token == current:
                 immediate = response

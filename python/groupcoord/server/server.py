@@ -39,6 +39,7 @@ from groupcoord.coordinator import (
     SqliteOffsetStore,
 )
 from groupcoord.coordinator.offsets import StoreError
+from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.errors import KafkaError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from groupcoord.server.connection import Connection
@@ -217,6 +218,10 @@ class Server:
         )
         if self.event_log is not None:
             self.event_log.attach(self.gateway)
+        gateway = self.gateway
+        # KIP-848 groups see the log's topics, by the ids Metadata gives clients
+        gateway.update_topics(topic_metadata(topic_log))
+        topic_log.add_topics_listener(lambda: gateway.update_topics(topic_metadata(topic_log)))
         self._dispatcher = Dispatcher(
             broker=broker, groups=self.gateway, data_apis=self.data_apis, fetches=self._fetches
         )
@@ -288,6 +293,14 @@ class Server:
             await connection.run()
         finally:
             del self._connections[connection]
+
+
+def topic_metadata(topic_log: TopicLog) -> list[TopicMetadata]:
+    """The coordinator's view of the log's topics (same names, ids and partition counts)."""
+    return [
+        TopicMetadata(name=t.name, topic_id=t.topic_id, partitions=t.partitions)
+        for t in topic_log.topics().values()
+    ]
 
 
 def _ensure_topic(topic_log: TopicLog, name: str, partitions: int) -> None:

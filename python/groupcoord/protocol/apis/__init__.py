@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from typing import Final
 
 from groupcoord.protocol.apis import (
+    consumer_group_describe,
+    consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     heartbeat,
@@ -48,5 +50,7 @@ GROUP_APIS: Final[Mapping[int, GroupApi]] = {
         describe_groups,
         list_groups,
         delete_groups,
+        consumer_group_heartbeat,
+        consumer_group_describe,
     )
 }

@@ -37,6 +37,7 @@ __all__ = [
     "optional_inner",
     "payload_class",
     "resolve_entity_hints",
+    "struct",
 ]
 
 
@@ -78,6 +79,13 @@ def item(cls: type[Any], name: str) -> type[Any]:
     item = typing.get_args(hint)[0]
     assert isinstance(item, type)
     return item
+
+
+def struct(cls: type[Any], name: str) -> type[Any]:
+    """The entity class of the (possibly nullable) struct field ``name`` of ``cls``."""
+    inner, _ = optional_inner(hints(cls)[name])
+    assert isinstance(inner, type)
+    return inner
 
 
 def resolve_entity_hints(cls: type[Any]) -> None:
