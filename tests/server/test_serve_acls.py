@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import (
     ACL,
     ACLFilter,
@@ -28,6 +28,7 @@ from kafka.errors import (
     InvalidRequestError,
     NoError,
     SecurityDisabledError,
+    TopicAuthorizationFailedError,
 )
 
 from serve_process import ServerProcess
@@ -84,7 +85,7 @@ def test_acls_are_managed_kept_and_enforced(
     serve_factory: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
     data = str(tmp_path / "data")
-    common = ("--data-dir", data, "--topic", "orders:2")
+    common = ("--data-dir", data, "--topic", "orders:2", "--topic", "secret:1")
     common += ("--group-initial-rebalance-delay-ms", "0", "--authorizer", "acl")
     first = serve_factory(*common, "--super-user", ANONYMOUS)
     client = admin(first)
@@ -122,8 +123,19 @@ def test_acls_are_managed_kept_and_enforced(
         try:
             assert assigned(consumer) == {0, 1}
             consumer.commit()  # READ on the group and on the topic
+            # Metadata lists only the topics the caller may describe
+            assert consumer.topics() == {"orders"}
         finally:
             consumer.close()
+        # READ does not give WRITE
+        producer = KafkaProducer(
+            bootstrap_servers=second.bootstrap, acks=1, enable_idempotence=False, retries=0
+        )
+        try:
+            with pytest.raises(TopicAuthorizationFailedError):
+                producer.send("orders", b"x", partition=0).get(timeout=20)
+        finally:
+            producer.close()
         denied = consume(second, "someone-elses")
         try:
             with pytest.raises(GroupAuthorizationFailedError):

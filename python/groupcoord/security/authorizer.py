@@ -23,7 +23,7 @@ heartbeat is one dict lookup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from groupcoord.security.acl import (
     WILDCARD_HOST,
@@ -37,7 +37,11 @@ from groupcoord.security.acl import (
     ResourceType,
 )
 
-__all__ = ["AclAuthorizer"]
+__all__ = ["AclAuthorizer", "Allowed"]
+
+#: may the caller (a principal from a host, bound in) do the operation on the resource
+#: (type, name)? What the request handlers are given.
+Allowed = Callable[[AclOperation, ResourceType, str], bool]
 
 #: an ALLOW of any of these also allows the key (Kafka's implied operations)
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {

@@ -61,12 +61,9 @@ from groupcoord.errors import (
 )
 from groupcoord.protocol.group_messages import error_response
 from groupcoord.security.acl import CLUSTER_NAME, AclOperation, ResourceType
-from groupcoord.security.authorizer import AclAuthorizer
+from groupcoord.security.authorizer import AclAuthorizer, Allowed
 
 __all__ = ["Allowed", "GroupCheck", "caller_check", "check_group_request", "coordinator_refusal"]
-
-#: may the caller do the operation on the resource (type, name)?
-Allowed = Callable[[AclOperation, ResourceType, str], bool]
 
 _GROUP_READ = (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest)
 

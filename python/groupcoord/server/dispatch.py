@@ -68,6 +68,7 @@ from groupcoord.protocol.wire import (
 )
 from groupcoord.security.acl import ANONYMOUS, AclOperation, ResourceType
 from groupcoord.security.acl_apis import ACL_API_VERSIONS
+from groupcoord.security.authorizer import Allowed
 from groupcoord.server.access import (
     caller_check,
     check_group_request,
@@ -144,23 +145,24 @@ class Dispatcher:
             return self._unsupported(header, "version not served")
         request = decode_request_payload(header, frame, offset)
         api_key = header.api_key
+        # the caller's ACL check (None: no authorizer); ACLs name hosts by address alone
+        allowed: Allowed | None = None
+        if self._authorizer is not None:
+            allowed = caller_check(self._authorizer, principal, client_host.lstrip("/"))
         if api_key in GROUP_API_KEYS:
-            return self._group(header, request, client_host, principal)
+            return self._group(header, request, client_host, allowed)
         if api_key == API_VERSIONS_KEY:
             return encode_response(header, api_versions_response(header.api_version, self.versions))
         if api_key == FIND_COORDINATOR_KEY:
-            refuse = None
-            if self._authorizer is not None:
-                allowed = caller_check(self._authorizer, principal, client_host.lstrip("/"))
-                refuse = coordinator_refusal(allowed)
+            refuse = None if allowed is None else coordinator_refusal(allowed)
             return encode_response(header, find_coordinator(request, self.broker, refuse))
         if api_key in ACL_API_VERSIONS:
             return encode_response(
                 header, self.acls.handle(api_key, request, principal, client_host.lstrip("/"))
             )
         if api_key == API_FETCH:
-            return self._fetch(header, request)
-        return self._data(header, request)
+            return self._fetch(header, request, allowed)
+        return self._data(header, request, allowed)
 
     # ------------------------------------------------------------------ routes
 
@@ -177,21 +179,23 @@ class Dispatcher:
             return encode_response(header, response)
         return unsupported_frame(header.correlation_id)
 
-    def _data(self, header: RequestHeader, request: Any) -> Reply:
-        response = self.data_apis.handle(header.api_key, request)
+    def _data(self, header: RequestHeader, request: Any, allowed: Allowed | None) -> Reply:
+        response = self.data_apis.handle(header.api_key, request, allowed)
         if response is None:
             return None
         return encode_response(header, response)
 
-    def _fetch(self, header: RequestHeader, request: Any) -> Reply:
-        if self.data_apis.fetch_satisfied(request):
-            return self._data(header, request)
+    def _fetch(self, header: RequestHeader, request: Any, allowed: Allowed | None) -> Reply:
+        # a topic the caller may not read is an error to report: answered at once
+        if self.data_apis.fetch_satisfied(request, allowed):
+            return self._data(header, request, allowed)
         reply: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
 
         async def long_poll() -> None:
             await self.fetches.wait(request)
             if not reply.done():
-                reply.set_result(encode_response(header, self.data_apis.handle(API_FETCH, request)))
+                response = self.data_apis.handle(API_FETCH, request, allowed)
+                reply.set_result(encode_response(header, response))
 
         task = asyncio.ensure_future(long_poll())
         reply.add_done_callback(lambda _: task.cancel())
@@ -199,7 +203,7 @@ class Dispatcher:
         return reply
 
     def _group(
-        self, header: RequestHeader, request: Any, client_host: str, principal: str
+        self, header: RequestHeader, request: Any, client_host: str, allowed: Allowed | None
     ) -> Reply:
         if (
             header.api_key == _SYNC_GROUP
@@ -225,8 +229,7 @@ class Dispatcher:
             error = e if isinstance(e, KafkaError) else InvalidRequestError(str(e))
             kio_response = group_error_response(header, request, type(error))
             return encode_response(header, kio_response)
-        if self._authorizer is not None:
-            allowed = caller_check(self._authorizer, principal, client_host.lstrip("/"))
+        if allowed is not None:
             forward, finish = check_group_request(ours, allowed)
             if forward is None:
                 return self._encode_group(header, request, finish(None))
