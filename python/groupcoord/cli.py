@@ -458,6 +458,31 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    authorizer: Annotated[
+        str | None,
+        typer.Option(
+            metavar="acl",
+            help="Check every request against ACLs (Kafka's authorizer; deny by default)."
+            " Manage them with Kafka's AdminClient / kafka-acls (CreateAcls, DescribeAcls,"
+            " DeleteAcls).",
+            show_default="off",
+        ),
+    ] = None,
+    super_user: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="User:NAME",
+            help="A principal allowed everything (Kafka's super.users; repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_everyone_if_no_acl_found: Annotated[
+        bool,
+        typer.Option(
+            "--allow-everyone-if-no-acl-found",
+            help="With --authorizer: a resource no ACL names is open to everyone.",
+        ),
+    ] = False,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run
@@ -492,6 +517,9 @@ def serve(
             coordinator=CoordinatorConfig.from_dict(settings),
             max_frame_bytes=max_frame_bytes,
             event_log=None if event_log is None else str(event_log),
+            authorizer=authorizer,
+            super_users=tuple(super_user or ()),
+            allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
         )
     except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))

@@ -53,6 +53,7 @@ from groupcoord.broker.log import (
 )
 from groupcoord.broker.records import ZSTD, iter_batches
 from groupcoord.errors import (
+    ClusterAuthorizationFailedError,
     FetchSessionIdNotFoundError,
     InvalidConfigError,
     InvalidPartitionsError,
@@ -63,11 +64,14 @@ from groupcoord.errors import (
     KafkaError,
     KafkaStorageError,
     PolicyViolationError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
     UnsupportedCompressionTypeError,
     UnsupportedVersionError,
 )
+from groupcoord.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from groupcoord.security.authorizer import Allowed
 from groupcoord.storage.log_store import StoreError
 
 #: the server's logger: topics created by clients are logged as those from ``--topic`` are
@@ -172,7 +176,7 @@ class DataApis:
         self._broker = broker
         self._config = config
         self._now_ms = now_ms
-        self._handlers: dict[int, Callable[[Any], object]] = {
+        self._handlers: dict[int, Callable[[Any, Allowed | None], object]] = {
             API_PRODUCE: self._produce,
             API_FETCH: self._fetch,
             API_LIST_OFFSETS: self._list_offsets,
@@ -182,8 +186,13 @@ class DataApis:
             API_INIT_PRODUCER_ID: self._init_producer_id,
         }
 
-    def handle(self, api_key: int, request: object) -> object:
+    def handle(self, api_key: int, request: object, allowed: Allowed | None = None) -> object:
         """The kio response (same version) to ``request``; ``None`` for an acks=0 Produce.
+        ``allowed``: the caller's ACL check (``None``: no authorizer, everything allowed);
+        what each API needs is Kafka's (module docstring of :mod:`groupcoord.server.access`
+        for the group APIs; here: Produce WRITE, Fetch READ, ListOffsets and Metadata
+        DESCRIBE on the topic, CreateTopics CREATE on the cluster or the topic, DeleteTopics
+        DELETE, InitProducerId IDEMPOTENT_WRITE on the cluster or WRITE on some topic).
 
         UnsupportedVersionError if ``api_key``/the request's version is not served here.
         """
@@ -194,11 +203,11 @@ class DataApis:
         low, high = DATA_API_VERSIONS[api_key]
         if not isinstance(version, int) or not low <= version <= high:
             raise UnsupportedVersionError(f"api key {api_key} version {version} not served")
-        return handler(request)
+        return handler(request, allowed)
 
     # ------------------------------------------------------------------ Metadata
 
-    def _metadata(self, req: Any) -> object:
+    def _metadata(self, req: Any, allowed: Allowed | None) -> object:
         mod = _response_module(req)
         v = req.__version__
         include_ops = bool(getattr(req, "include_topic_authorized_operations", False))
@@ -206,6 +215,10 @@ class DataApis:
         topics: list[object] = []
         if requested is None or (v == 0 and not requested):
             for name in sorted(self._log.topics()):
+                if allowed is not None and not allowed(
+                    AclOperation.DESCRIBE, ResourceType.TOPIC, name
+                ):
+                    continue  # Kafka lists only the topics the caller may describe
                 info = self._log.topic(name)
                 assert info is not None
                 topics.append(self._topic_metadata(mod, info, include_ops))
@@ -217,7 +230,7 @@ class DataApis:
                 if key in seen:
                     continue
                 seen.add(key)
-                topics.append(self._one_topic_metadata(mod, t, allow_auto, include_ops))
+                topics.append(self._one_topic_metadata(mod, t, allow_auto, include_ops, allowed))
         return _make(
             mod.MetadataResponse,
             throttle_time=_NO_THROTTLE,
@@ -240,7 +253,7 @@ class DataApis:
         )
 
     def _one_topic_metadata(
-        self, mod: ModuleType, t: Any, allow_auto: bool, include_ops: bool
+        self, mod: ModuleType, t: Any, allow_auto: bool, include_ops: bool, allowed: Allowed | None
     ) -> object:
         if t.name is None and t.__version__ < 12:
             # v10-11 carry a topic id field but no way to answer a topic by id (the name
@@ -253,12 +266,16 @@ class DataApis:
             info = self._log.topic_by_id(topic_id) if topic_id is not None else None
             if info is None:
                 return self._topic_error(mod, None, topic_id, UnknownTopicIdError())
+            if not _may(allowed, AclOperation.DESCRIBE, info.name):
+                return self._topic_error(mod, None, topic_id, TopicAuthorizationFailedError())
             return self._topic_metadata(mod, info, include_ops)
         name: str = t.name
+        if not _may(allowed, AclOperation.DESCRIBE, name):
+            return self._topic_error(mod, name, None, TopicAuthorizationFailedError())
         info = self._log.topic(name)
         if info is None:
             partitions = self._config.auto_create_partitions
-            if partitions is None or not allow_auto:
+            if partitions is None or not allow_auto or not _may_create(allowed, name):
                 return self._topic_error(mod, name, None, UnknownTopicOrPartitionError())
             try:
                 info = self._log.create_topic(name, partitions)
@@ -311,7 +328,7 @@ class DataApis:
 
     # ------------------------------------------------------------------ CreateTopics
 
-    def _create_topics(self, req: Any) -> object:
+    def _create_topics(self, req: Any, allowed: Allowed | None) -> object:
         mod = _response_module(req)
         names = [t.name for t in req.topics]
         too_many = self._total_partitions(req.topics) > MAX_PARTITIONS_PER_REQUEST
@@ -328,6 +345,10 @@ class DataApis:
                 error = InvalidRequestError(
                     f"topic {t.name!r} appears more than once in the request"
                 )
+                partitions = replication = -1
+                info = None
+            elif not _may_create(allowed, t.name):
+                error = TopicAuthorizationFailedError("needs CREATE on the cluster or the topic")
                 partitions = replication = -1
                 info = None
             else:
@@ -419,7 +440,7 @@ class DataApis:
 
     # ------------------------------------------------------------------ DeleteTopics
 
-    def _delete_topics(self, req: Any) -> object:
+    def _delete_topics(self, req: Any, allowed: Allowed | None) -> object:
         mod = _response_module(req)
         if req.__version__ >= 6:
             wanted = [(t.name, t.topic_id) for t in req.topics]
@@ -442,8 +463,12 @@ class DataApis:
                     if info is None:
                         raise UnknownTopicIdError(f"no topic with id {topic_id}")
                     out_name = info.name
+                    if not _may(allowed, AclOperation.DELETE, info.name):
+                        raise TopicAuthorizationFailedError()
                     self._log.delete_topic(info.name)
                 else:
+                    if not _may(allowed, AclOperation.DELETE, name):
+                        raise TopicAuthorizationFailedError()
                     out_id = self._log.delete_topic(name).topic_id
             except KafkaError as e:
                 error = e
@@ -462,7 +487,7 @@ class DataApis:
 
     # ------------------------------------------------------------------ Produce
 
-    def _produce(self, req: Any) -> object | None:
+    def _produce(self, req: Any, allowed: Allowed | None) -> object | None:
         mod = _response_module(req)
         by_id = req.__version__ >= 13
         request_error: KafkaError | None = None
@@ -480,11 +505,14 @@ class DataApis:
             else:
                 name = t.name
                 missing = UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
+            refused = name is not None and not _may(allowed, AclOperation.WRITE, name)
             partitions = []
             for p in t.partition_data:
                 error = request_error
                 if error is None and name is None:
                     error = missing
+                if error is None and refused:
+                    error = TopicAuthorizationFailedError()
                 base_offset = -1
                 log_start = -1
                 if error is None:
@@ -537,12 +565,19 @@ class DataApis:
 
     # ------------------------------------------------------------------ InitProducerId
 
-    def _init_producer_id(self, req: Any) -> object:
+    def _init_producer_id(self, req: Any, allowed: Allowed | None) -> object:
         mod = _response_module(req)
         error: KafkaError | None = None
         producer_id, epoch = -1, -1
         if req.transactional_id is not None or getattr(req, "enable2_pc", False):
             error = InvalidRequestError("transactions are not supported by this broker")
+        elif not (
+            _may(allowed, AclOperation.IDEMPOTENT_WRITE, CLUSTER_NAME, ResourceType.CLUSTER)
+            or any(_may(allowed, AclOperation.WRITE, name) for name in self._log.topics())
+        ):
+            # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+            # WRITE on some topic
+            error = ClusterAuthorizationFailedError()
         else:
             try:
                 producer_id, epoch = self._log.init_producer_id()
@@ -558,7 +593,9 @@ class DataApis:
 
     # ------------------------------------------------------------------ Fetch
 
-    def _fetch_targets(self, req: Any) -> list[tuple[Any, str | None, KafkaError | None]]:
+    def _fetch_targets(
+        self, req: Any, allowed: Allowed | None
+    ) -> list[tuple[Any, str | None, KafkaError | None]]:
         """(request topic, resolved name, error for all its partitions) per requested topic."""
         out: list[tuple[Any, str | None, KafkaError | None]] = []
         for t in req.topics:
@@ -566,10 +603,14 @@ class DataApis:
                 info = self._log.topic_by_id(t.topic_id) if t.topic_id is not None else None
                 if info is None:
                     out.append((t, None, UnknownTopicIdError(f"no topic with id {t.topic_id}")))
-                else:
-                    out.append((t, info.name, None))
+                    continue
+                name = info.name
             else:
-                out.append((t, t.topic, None))
+                name = t.topic
+            if not _may(allowed, AclOperation.READ, name):
+                out.append((t, name, TopicAuthorizationFailedError()))
+            else:
+                out.append((t, name, None))
         return out
 
     @staticmethod
@@ -582,7 +623,7 @@ class DataApis:
             )
         return None
 
-    def _fetch(self, req: Any) -> object:
+    def _fetch(self, req: Any, allowed: Allowed | None) -> object:
         mod = _response_module(req)
         session_error = self._session_error(req)
         if session_error is not None:
@@ -596,7 +637,7 @@ class DataApis:
         limit = req.max_bytes
         min_one = True
         topics = []
-        for t, name, topic_error in self._fetch_targets(req):
+        for t, name, topic_error in self._fetch_targets(req, allowed):
             partitions = []
             for p in t.partitions:
                 error = topic_error
@@ -660,9 +701,10 @@ class DataApis:
             responses=tuple(topics),
         )
 
-    def fetch_satisfied(self, request: object) -> bool:
+    def fetch_satisfied(self, request: object, allowed: Allowed | None = None) -> bool:
         """True when the Fetch should be answered now: min_bytes are readable, some partition
-        has an error to report, it asks for nothing, or it does not want to wait."""
+        has an error to report (``allowed``: including a topic the caller may not read), it
+        asks for nothing, or it does not want to wait."""
         req: Any = request
         if self._session_error(req) is not None:
             return True
@@ -676,7 +718,7 @@ class DataApis:
         min_one = True
         readable = 0
         asked = False
-        for t, name, topic_error in self._fetch_targets(req):
+        for t, name, topic_error in self._fetch_targets(req, allowed):
             for p in t.partitions:
                 asked = True
                 if topic_error is not None or name is None:
@@ -699,15 +741,18 @@ class DataApis:
 
     # ------------------------------------------------------------------ ListOffsets
 
-    def _list_offsets(self, req: Any) -> object:
+    def _list_offsets(self, req: Any, allowed: Allowed | None) -> object:
         mod = _response_module(req)
         topics = []
         for t in req.topics:
             partitions = []
+            refused = not _may(allowed, AclOperation.DESCRIBE, t.name)
             for p in t.partitions:
                 error: KafkaError | None = None
                 offset = timestamp = -1
                 try:
+                    if refused:
+                        raise TopicAuthorizationFailedError()
                     if self._log.topic(t.name) is None:
                         raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
                     found = self._log.offset_for_timestamp(t.name, p.partition_index, p.timestamp)
@@ -728,6 +773,22 @@ class DataApis:
                 _make(mod.ListOffsetsTopicResponse, name=t.name, partitions=tuple(partitions))
             )
         return _make(mod.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+
+def _may(
+    allowed: Allowed | None,
+    operation: AclOperation,
+    name: str,
+    resource_type: ResourceType = ResourceType.TOPIC,
+) -> bool:
+    return allowed is None or allowed(operation, resource_type, name)
+
+
+def _may_create(allowed: Allowed | None, topic: str) -> bool:
+    """Kafka: CREATE on the cluster, or on the topic."""
+    return _may(allowed, AclOperation.CREATE, CLUSTER_NAME, ResourceType.CLUSTER) or _may(
+        allowed, AclOperation.CREATE, topic
+    )
 
 
 def _has_zstd(records: bytes) -> bool:

@@ -10,6 +10,7 @@ INVALID_REQUEST, as Kafka answers a type it cannot resolve.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any, Final
 
 from kio.index import load_payload_module
@@ -17,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 
 from groupcoord.broker.data_apis import BrokerInfo
+from groupcoord.errors import KafkaError
 from groupcoord.protocol.wire import kio_versions_within
 
 __all__ = [
@@ -37,25 +39,35 @@ _SERVED_KEY_TYPES: Final = frozenset({GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE})
 _BATCHED_SINCE: Final = 4
 
 
-def _answer(key_type: int, broker: BrokerInfo) -> tuple[ErrorCode, str | None, int, str, int]:
+#: why a key may not be looked up by this caller (authorization), or ``None``
+Refusal = Callable[[int, str], KafkaError | None]
+
+
+def _answer(
+    key_type: int, key: str, broker: BrokerInfo, refuse: Refusal | None
+) -> tuple[ErrorCode, str | None, int, str, int]:
     if key_type in _SERVED_KEY_TYPES:
+        refused = None if refuse is None else refuse(key_type, key)
+        if refused is not None:
+            return ErrorCode(refused.code), str(refused) or None, -1, "", -1
         # Kafka's success message is Errors.NONE.message(), "NONE" (v4+ sets "" per key)
         return ErrorCode.none, "NONE", broker.node_id, broker.host, broker.port
     # Kafka answers an unresolvable coordinator with node -1, host "" and port -1
     return ErrorCode.invalid_request, f"key type {key_type} is not served", -1, "", -1
 
 
-def find_coordinator(request: Any, broker: BrokerInfo) -> Any:
-    """The FindCoordinator response (same version) to a kio FindCoordinator request."""
+def find_coordinator(request: Any, broker: BrokerInfo, refuse: Refusal | None = None) -> Any:
+    """The FindCoordinator response (same version) to a kio FindCoordinator request;
+    ``refuse(key_type, key)`` names the error of a key the caller may not look up."""
     version = request.__version__
     module = load_payload_module(FIND_COORDINATOR_KEY, version, EntityType.response)
     key_type = getattr(request, "key_type", GROUP_KEY_TYPE)
-    error, message, node_id, host, port = _answer(key_type, broker)
     no_throttle = datetime.timedelta(0)
     if version >= _BATCHED_SINCE:
-        return module.FindCoordinatorResponse(
-            throttle_time=no_throttle,
-            coordinators=tuple(
+        coordinators = []
+        for key in request.coordinator_keys:
+            error, message, node_id, host, port = _answer(key_type, key, broker, refuse)
+            coordinators.append(
                 module.Coordinator(
                     key=key,
                     node_id=node_id,
@@ -64,9 +76,11 @@ def find_coordinator(request: Any, broker: BrokerInfo) -> Any:
                     error_code=error,
                     error_message="" if error == ErrorCode.none else message,
                 )
-                for key in request.coordinator_keys
-            ),
+            )
+        return module.FindCoordinatorResponse(
+            throttle_time=no_throttle, coordinators=tuple(coordinators)
         )
+    error, message, node_id, host, port = _answer(key_type, request.key, broker, refuse)
     fields: dict[str, Any] = {
         "error_code": error,
         "node_id": node_id,

@@ -33,6 +33,7 @@ from groupcoord.coordinator import (
 )
 from groupcoord.coordinator.output import CoordinatorResponse
 from groupcoord.errors import (
+    GroupAuthorizationFailedError,
     InconsistentGroupProtocolError,
     InvalidRequestError,
     KafkaError,
@@ -65,6 +66,15 @@ from groupcoord.protocol.wire import (
     encode_frame,
     encode_response,
 )
+from groupcoord.security.acl import ANONYMOUS, AclOperation, ResourceType
+from groupcoord.security.acl_apis import ACL_API_VERSIONS
+from groupcoord.security.authorizer import Allowed
+from groupcoord.server.access import (
+    caller_check,
+    check_group_request,
+    coordinator_refusal,
+)
+from groupcoord.server.acl_admin import AclAdmin
 from groupcoord.server.api_versions import api_versions_response, served_versions
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
@@ -95,13 +105,19 @@ class Dispatcher:
         groups: GroupGateway,
         data_apis: DataApis,
         fetches: FetchWaiter,
+        acls: AclAdmin | None = None,
         data_api_versions: Mapping[int, tuple[int, int]] = DATA_API_VERSIONS,
     ) -> None:
+        """``acls``: the ACL admin APIs and the authorizer every request is checked with
+        (``None``: no authorizer; everything is allowed and the ACL APIs answer
+        SECURITY_DISABLED, as Kafka without ``authorizer.class.name``)."""
         self.broker = broker
         self.groups = groups
         self.data_apis = data_apis
         self.fetches = fetches
-        self.versions = served_versions(data_api_versions)
+        self.acls = acls if acls is not None else AclAdmin(None, None)
+        self._authorizer = self.acls.authorizer
+        self.versions = served_versions({**data_api_versions, **ACL_API_VERSIONS})
         # first four bytes (api key, version) of the Heartbeats we serve -> version
         self._heartbeats = heartbeat_prefixes(*self.versions.get(HEARTBEAT_API_KEY, (0, -1)))
         # likewise the OffsetCommits the hand codec may read
@@ -111,13 +127,14 @@ class Dispatcher:
         lo, hi = self.versions.get(api_key, (0, -1))
         return lo <= version <= hi
 
-    def dispatch(self, frame: bytes, client_host: str) -> Reply:
-        """The reply to one request frame body (see the module docstring)."""
+    def dispatch(self, frame: bytes, client_host: str, principal: str = ANONYMOUS) -> Reply:
+        """The reply to one request frame body (see the module docstring) from
+        ``principal`` connected from ``client_host`` (Kafka's form: ``/address``)."""
         prefix = frame[:4]
         if prefix in self._heartbeats:
-            return self._heartbeat(frame)
+            return self._heartbeat(frame, principal, client_host)
         if prefix in self._commits:
-            reply = self._offset_commit(frame)
+            reply = self._offset_commit(frame, principal, client_host)
             if reply is not None:
                 return reply
         try:
@@ -128,15 +145,24 @@ class Dispatcher:
             return self._unsupported(header, "version not served")
         request = decode_request_payload(header, frame, offset)
         api_key = header.api_key
+        # the caller's ACL check (None: no authorizer); ACLs name hosts by address alone
+        allowed: Allowed | None = None
+        if self._authorizer is not None:
+            allowed = caller_check(self._authorizer, principal, client_host.lstrip("/"))
         if api_key in GROUP_API_KEYS:
-            return self._group(header, request, client_host)
+            return self._group(header, request, client_host, allowed)
         if api_key == API_VERSIONS_KEY:
             return encode_response(header, api_versions_response(header.api_version, self.versions))
         if api_key == FIND_COORDINATOR_KEY:
-            return encode_response(header, find_coordinator(request, self.broker))
+            refuse = None if allowed is None else coordinator_refusal(allowed)
+            return encode_response(header, find_coordinator(request, self.broker, refuse))
+        if api_key in ACL_API_VERSIONS:
+            return encode_response(
+                header, self.acls.handle(api_key, request, principal, client_host.lstrip("/"))
+            )
         if api_key == API_FETCH:
-            return self._fetch(header, request)
-        return self._data(header, request)
+            return self._fetch(header, request, allowed)
+        return self._data(header, request, allowed)
 
     # ------------------------------------------------------------------ routes
 
@@ -153,28 +179,32 @@ class Dispatcher:
             return encode_response(header, response)
         return unsupported_frame(header.correlation_id)
 
-    def _data(self, header: RequestHeader, request: Any) -> Reply:
-        response = self.data_apis.handle(header.api_key, request)
+    def _data(self, header: RequestHeader, request: Any, allowed: Allowed | None) -> Reply:
+        response = self.data_apis.handle(header.api_key, request, allowed)
         if response is None:
             return None
         return encode_response(header, response)
 
-    def _fetch(self, header: RequestHeader, request: Any) -> Reply:
-        if self.data_apis.fetch_satisfied(request):
-            return self._data(header, request)
+    def _fetch(self, header: RequestHeader, request: Any, allowed: Allowed | None) -> Reply:
+        # a topic the caller may not read is an error to report: answered at once
+        if self.data_apis.fetch_satisfied(request, allowed):
+            return self._data(header, request, allowed)
         reply: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
 
         async def long_poll() -> None:
             await self.fetches.wait(request)
             if not reply.done():
-                reply.set_result(encode_response(header, self.data_apis.handle(API_FETCH, request)))
+                response = self.data_apis.handle(API_FETCH, request, allowed)
+                reply.set_result(encode_response(header, response))
 
         task = asyncio.ensure_future(long_poll())
         reply.add_done_callback(lambda _: task.cancel())
         task.add_done_callback(lambda t: _fail_from(t, reply))
         return reply
 
-    def _group(self, header: RequestHeader, request: Any, client_host: str) -> Reply:
+    def _group(
+        self, header: RequestHeader, request: Any, client_host: str, allowed: Allowed | None
+    ) -> Reply:
         if (
             header.api_key == _SYNC_GROUP
             and header.api_version >= 5
@@ -199,17 +229,38 @@ class Dispatcher:
             error = e if isinstance(e, KafkaError) else InvalidRequestError(str(e))
             kio_response = group_error_response(header, request, type(error))
             return encode_response(header, kio_response)
+        if allowed is not None:
+            forward, finish = check_group_request(ours, allowed)
+            if forward is None:
+                return self._encode_group(header, request, finish(None))
+            answered = self.groups.submit(forward)
+            if not isinstance(answered, asyncio.Future):
+                return self._encode_group(header, request, finish(answered))
+            return _encoded_later(
+                answered, lambda r: self._encode_group(header, request, finish(r))
+            )
         answered = self.groups.submit(ours)
         if not isinstance(answered, asyncio.Future):
             return self._encode_group(header, request, answered)
         return _encoded_later(answered, lambda r: self._encode_group(header, request, r))
 
-    def _heartbeat(self, frame: bytes) -> Reply:
+    def _heartbeat(self, frame: bytes, principal: str, client_host: str) -> Reply:
         """The hot path: a Heartbeat read and answered without kio or the generic
         mapping (:mod:`~groupcoord.protocol.heartbeat_codec`, byte-identical to it)."""
         groups = self.groups
         correlation_id, request = decode_heartbeat_request(frame, groups.new_correlation())
         version = request.version
+        authorizer = self._authorizer
+        if authorizer is not None and not authorizer.authorize(
+            principal,
+            client_host.lstrip("/"),
+            AclOperation.READ,
+            ResourceType.GROUP,
+            request.group_id,
+        ):
+            return encode_heartbeat_response(
+                correlation_id, version, GroupAuthorizationFailedError.code
+            )
         answered = groups.heartbeat(request)
         if isinstance(answered, HeartbeatResponse):
             return encode_heartbeat_response(correlation_id, version, answered.error_code)
@@ -220,7 +271,7 @@ class Dispatcher:
             lambda r: encode_heartbeat_response(correlation_id, version, _error_code(r)),
         )
 
-    def _offset_commit(self, frame: bytes) -> Reply | None:
+    def _offset_commit(self, frame: bytes, principal: str, client_host: str) -> Reply | None:
         """The durable-commit hot path: a common OffsetCommit read and answered without
         kio or the generic mapping (:mod:`~groupcoord.protocol.offset_commit_codec`,
         byte-identical to it); ``None`` for any other OffsetCommit (the generic path)."""
@@ -228,6 +279,15 @@ class Dispatcher:
         if decoded is None:
             return None
         correlation_id, request = decoded
+        if self._authorizer is not None:
+            allowed = caller_check(self._authorizer, principal, client_host.lstrip("/"))
+            forward, finish = check_group_request(request, allowed)
+            if forward is None:
+                return _encode_commit(correlation_id, finish(None))
+            answered = self.groups.submit(forward)
+            if not isinstance(answered, asyncio.Future):
+                return _encode_commit(correlation_id, finish(answered))
+            return _encoded_later(answered, lambda r: _encode_commit(correlation_id, finish(r)))
         answered = self.groups.submit(request)
         if not isinstance(answered, asyncio.Future):
             return _encode_commit(correlation_id, answered)

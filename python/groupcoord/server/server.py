@@ -42,11 +42,14 @@ from groupcoord.coordinator.offsets import StoreError
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.errors import KafkaError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
+from groupcoord.security.authorizer import AclAuthorizer
+from groupcoord.server.acl_admin import AclAdmin
 from groupcoord.server.connection import Connection
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
+from groupcoord.storage.acl_store import AclStore, MemoryAclStore, SqliteAclStore
 from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
 
 __all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]
@@ -94,6 +97,14 @@ class ServerConfig:
     advertised_host: str | None = None
     #: append one JSON line per group event here (``--event-log``; see event_log.py)
     event_log: str | None = None
+    #: ``"acl"``: every request is checked against the ACLs (``--authorizer acl``, Kafka's
+    #: ``authorizer.class.name``); ``None``: everything is allowed
+    authorizer: str | None = None
+    #: principals allowed everything (``--super-user User:NAME``, Kafka's ``super.users``)
+    super_users: tuple[str, ...] = ()
+    #: a resource no ACL applies to is open to everyone (Kafka's
+    #: ``allow.everyone.if.no.acl.found``; off: deny by default)
+    allow_everyone_if_no_acl_found: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -115,6 +126,16 @@ class ServerConfig:
                     f"topic {name!r} is given twice ({name}:{seen[name]} and {name}:{partitions})"
                 )
             seen[name] = partitions
+        if self.authorizer not in (None, "acl"):
+            raise ValueError(f"unknown authorizer {self.authorizer!r} (the one there is: acl)")
+        if self.authorizer is None and (self.super_users or self.allow_everyone_if_no_acl_found):
+            raise ValueError(
+                "--super-user and --allow-everyone-if-no-acl-found need --authorizer acl"
+            )
+        for principal in self.super_users:
+            kind, sep, name = principal.partition(":")
+            if not (kind and sep and name):
+                raise ValueError(f"super user {principal!r} is not a principal like User:alice")
 
 
 class WallClock:
@@ -155,6 +176,7 @@ class Server:
         self._fetches: FetchWaiter | None = None
         self._dispatcher: Dispatcher | None = None
         self.event_log: EventLog | None = None
+        self._acl_store: AclStore | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -185,9 +207,14 @@ class Server:
                     raise StartupError(
                         f"cannot open the event log {config.event_log}: {exc.strerror or exc}"
                     ) from exc
+            acls = self._open_acls()
         except BaseException:
             offsets.close()
             topic_log.close()
+            if self.event_log is not None:
+                self.event_log.close()
+            if self._acl_store is not None:
+                self._acl_store.close()
             raise
         self._listener = await asyncio.start_server(
             self._on_connection,
@@ -223,7 +250,11 @@ class Server:
         gateway.update_topics(topic_metadata(topic_log))
         topic_log.add_topics_listener(lambda: gateway.update_topics(topic_metadata(topic_log)))
         self._dispatcher = Dispatcher(
-            broker=broker, groups=self.gateway, data_apis=self.data_apis, fetches=self._fetches
+            broker=broker,
+            groups=self.gateway,
+            data_apis=self.data_apis,
+            fetches=self._fetches,
+            acls=acls,
         )
         await self._listener.start_serving()
         log.info(
@@ -232,6 +263,35 @@ class Server:
             self.port,
             "in memory" if config.data_dir is None else os.path.abspath(config.data_dir),
         )
+
+    def _open_acls(self) -> AclAdmin:
+        """The authorizer with its stored bindings (none without ``authorizer``)."""
+        config = self.config
+        if config.authorizer is None:
+            return AclAdmin(None, None)
+        if config.data_dir is None:
+            store: AclStore = MemoryAclStore()
+        else:
+            try:
+                store = SqliteAclStore(os.path.join(config.data_dir, DATABASE_NAME))
+            except (StoreError, sqlite3.Error) as exc:
+                raise StartupError(f"data directory {config.data_dir}: {exc}") from exc
+        self._acl_store = store
+        try:
+            bindings = store.load()
+        except StoreError as exc:
+            raise StartupError(f"data directory {config.data_dir}: {exc}") from exc
+        authorizer = AclAuthorizer(
+            bindings,
+            super_users=config.super_users,
+            allow_if_no_acl=config.allow_everyone_if_no_acl_found,
+        )
+        log.info(
+            "ACL authorizer on: %d ACLs, super users %s",
+            len(authorizer),
+            ", ".join(sorted(config.super_users)) or "none",
+        )
+        return AclAdmin(authorizer, store)
 
     async def serve_forever(self) -> None:
         await self._closed.wait()
@@ -268,6 +328,8 @@ class Server:
                 self.topic_log.close()
             if self.event_log is not None:
                 self.event_log.close()
+            if self._acl_store is not None:
+                self._acl_store.close()
             log.info("stopped")
             self._closed.set()
 

@@ -1,0 +1,372 @@
+"""What each group API needs the caller to be allowed, and the answer when it is not.
+
+Kafka's checks (``KafkaApis`` / ``GroupCoordinatorService`` of Kafka 4.x):
+
+- JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat (KIP-848): READ on
+  the group, else GROUP_AUTHORIZATION_FAILED.
+- OffsetCommit: READ on the group (else GROUP_AUTHORIZATION_FAILED on every partition),
+  and READ on each topic: the partitions of a topic the caller may not read get
+  TOPIC_AUTHORIZATION_FAILED, the others are committed.
+- OffsetFetch: DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED for it) and on
+  each topic: a named topic the caller may not describe gets TOPIC_AUTHORIZATION_FAILED
+  on its partitions; a fetch of all topics leaves such topics out.
+- DescribeGroups and ConsumerGroupDescribe: DESCRIBE on each group, DeleteGroups: DELETE
+  on each group; a group that fails gets GROUP_AUTHORIZATION_FAILED in its own entry.
+- ListGroups: every group with DESCRIBE on the cluster, else only the groups the caller
+  may describe.
+- FindCoordinator: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the
+  transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+
+:func:`check_group_request` returns the part of a request the coordinator should see (or
+``None``: nothing) and how to complete the coordinator's answer into the client's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+from groupcoord.coordinator.consumer_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    DescribedConsumerGroup,
+)
+from groupcoord.coordinator.messages import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+    SyncGroupRequest,
+)
+from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
+from groupcoord.errors import (
+    GroupAuthorizationFailedError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
+from groupcoord.protocol.group_messages import error_response
+from groupcoord.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from groupcoord.security.authorizer import AclAuthorizer, Allowed
+
+__all__ = ["Allowed", "GroupCheck", "caller_check", "check_group_request", "coordinator_refusal"]
+
+_GROUP_READ = (
+    JoinGroupRequest,
+    SyncGroupRequest,
+    HeartbeatRequest,
+    LeaveGroupRequest,
+    ConsumerGroupHeartbeatRequest,
+)
+
+
+class GroupCheck(NamedTuple):
+    """``forward``: what the coordinator should handle (``None``: nothing, the answer is
+    ``finish(None)``); ``finish``: the client's response from the coordinator's."""
+
+    forward: CoordinatorRequest | None
+    finish: Callable[[CoordinatorResponse | None], CoordinatorResponse]
+
+
+def caller_check(authorizer: AclAuthorizer, principal: str, host: str) -> Allowed:
+    """The check of one connection's caller (``host`` as the ACLs name it: the address)."""
+    authorize = authorizer.authorize
+
+    def allowed(operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        return authorize(principal, host, operation, resource_type, name)
+
+    return allowed
+
+
+def _as_is(response: CoordinatorResponse | None) -> CoordinatorResponse:
+    assert response is not None
+    return response
+
+
+def _refused(request: CoordinatorRequest, error: type[KafkaError]) -> GroupCheck:
+    response = error_response(
+        request.API_KEY, request.version, request, error, correlation=request.correlation
+    )
+    return GroupCheck(None, lambda _: response)
+
+
+def check_group_request(request: CoordinatorRequest, allowed: Allowed) -> GroupCheck:
+    """What the coordinator sees of ``request`` and how its answer is completed."""
+    if isinstance(request, _GROUP_READ):
+        if allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return GroupCheck(request, _as_is)
+        return _refused(request, GroupAuthorizationFailedError)
+    if isinstance(request, OffsetCommitRequest):
+        return _offset_commit(request, allowed)
+    if isinstance(request, OffsetFetchRequest):
+        return _offset_fetch(request, allowed)
+    if isinstance(request, DescribeGroupsRequest):
+        return _per_group(request, allowed, AclOperation.DESCRIBE)
+    if isinstance(request, DeleteGroupsRequest):
+        return _per_group(request, allowed, AclOperation.DELETE)
+    if isinstance(request, ConsumerGroupDescribeRequest):
+        return _consumer_group_describe(request, allowed)
+    assert isinstance(request, ListGroupsRequest), type(request)
+    if allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return GroupCheck(request, _as_is)
+
+    def visible(response: CoordinatorResponse | None) -> CoordinatorResponse:
+        assert isinstance(response, ListGroupsResponse)
+        groups = tuple(
+            g
+            for g in response.groups
+            if allowed(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)
+        )
+        return dataclasses.replace(response, groups=groups)
+
+    return GroupCheck(request, visible)
+
+
+def coordinator_refusal(allowed: Allowed) -> Callable[[int, str], KafkaError | None]:
+    """FindCoordinator's check of one key (key type 0 a group, 1 a transactional id)."""
+
+    def refuse(key_type: int, key: str) -> KafkaError | None:
+        if key_type == 0 and not allowed(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return GroupAuthorizationFailedError()
+        if key_type == 1 and not allowed(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return TransactionalIdAuthorizationFailedError()
+        return None
+
+    return refuse
+
+
+# ------------------------------------------------------------------ OffsetCommit
+
+
+def _offset_commit(request: OffsetCommitRequest, allowed: Allowed) -> GroupCheck:
+    if not allowed(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _refused(request, GroupAuthorizationFailedError)
+    denied = {
+        t.name for t in request.topics if not allowed(AclOperation.READ, ResourceType.TOPIC, t.name)
+    }
+    if not denied:
+        return GroupCheck(request, _as_is)
+    refused = {
+        t.name: OffsetCommitResponseTopic(
+            name=t.name,
+            partitions=tuple(
+                OffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error=TopicAuthorizationFailedError
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in request.topics
+        if t.name in denied
+    }
+    kept = tuple(t for t in request.topics if t.name not in denied)
+
+    def merged(response: CoordinatorResponse | None) -> CoordinatorResponse:
+        answered = {} if response is None else {t.name: t for t in _topics(response)}
+        # the request's order; a topic named twice is answered once per mention
+        topics = tuple(
+            refused[t.name] if t.name in refused else answered[t.name] for t in request.topics
+        )
+        return OffsetCommitResponse(
+            version=request.version, correlation=request.correlation, topics=topics
+        )
+
+    # nothing left to commit: Kafka answers without asking the coordinator
+    return GroupCheck(dataclasses.replace(request, topics=kept) if kept else None, merged)
+
+
+def _topics(response: CoordinatorResponse) -> tuple[OffsetCommitResponseTopic, ...]:
+    assert isinstance(response, OffsetCommitResponse)
+    return response.topics
+
+
+# ------------------------------------------------------------------ OffsetFetch
+
+
+def _offset_fetch(request: OffsetFetchRequest, allowed: Allowed) -> GroupCheck:
+    def may_describe_topic(name: str) -> bool:
+        return allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
+    groups = request.requested_groups()
+    denied_groups = {
+        g.group_id
+        for g in groups
+        if not allowed(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)
+    }
+    if request.version < 8 and denied_groups:
+        return _refused(request, GroupAuthorizationFailedError)
+    # per group: the topics asked for that the caller may not describe
+    denied_topics = {
+        g.group_id: [t for t in g.topics if not may_describe_topic(t.name)]
+        for g in groups
+        if g.topics is not None and g.group_id not in denied_groups
+    }
+    fetch_all = any(g.topics is None for g in groups)
+    if not denied_groups and not any(denied_topics.values()) and not fetch_all:
+        return GroupCheck(request, _as_is)
+
+    def kept_group(g: OffsetFetchRequestGroup) -> OffsetFetchRequestGroup:
+        if g.topics is None:
+            return g
+        kept = tuple(t for t in g.topics if may_describe_topic(t.name))
+        return dataclasses.replace(g, topics=kept)
+
+    def answered_topics(
+        asked: OffsetFetchRequestGroup, topics: tuple[OffsetFetchResponseTopic, ...]
+    ) -> tuple[OffsetFetchResponseTopic, ...]:
+        visible = tuple(t for t in topics if may_describe_topic(t.name))
+        refused = tuple(
+            OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    OffsetFetchResponsePartition(
+                        partition_index=p, error=TopicAuthorizationFailedError
+                    )
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in denied_topics.get(asked.group_id, ())
+        )
+        return visible + refused
+
+    if request.version < 8:
+        (only,) = groups
+        forward = dataclasses.replace(request, topics=kept_group(only).topics)
+
+        def single(response: CoordinatorResponse | None) -> CoordinatorResponse:
+            assert isinstance(response, OffsetFetchResponse)
+            if response.error is not None:
+                return response
+            return dataclasses.replace(response, topics=answered_topics(only, response.topics))
+
+        return GroupCheck(forward, single)
+
+    kept = tuple(kept_group(g) for g in groups if g.group_id not in denied_groups)
+
+    def batched(response: CoordinatorResponse | None) -> CoordinatorResponse:
+        answered = {}
+        if response is not None:
+            assert isinstance(response, OffsetFetchResponse)
+            answered = {g.group_id: g for g in response.groups}
+        out = []
+        for g in groups:
+            if g.group_id in denied_groups:
+                out.append(
+                    OffsetFetchResponseGroup(
+                        group_id=g.group_id, error=GroupAuthorizationFailedError
+                    )
+                )
+                continue
+            got = answered[g.group_id]
+            if got.error is None:
+                got = dataclasses.replace(got, topics=answered_topics(g, got.topics))
+            out.append(got)
+        return OffsetFetchResponse(
+            version=request.version, correlation=request.correlation, groups=tuple(out)
+        )
+
+    return GroupCheck(dataclasses.replace(request, groups=kept) if kept else None, batched)
+
+
+# ------------------------------------------------------------------ DescribeGroups, DeleteGroups
+
+
+def _per_group(
+    request: DescribeGroupsRequest | DeleteGroupsRequest,
+    allowed: Allowed,
+    operation: AclOperation,
+) -> GroupCheck:
+    names = request.groups if isinstance(request, DescribeGroupsRequest) else request.groups_names
+    denied = {n for n in names if not allowed(operation, ResourceType.GROUP, n)}
+    if not denied:
+        return GroupCheck(request, _as_is)
+    kept = tuple(n for n in names if n not in denied)
+
+    def merged(response: CoordinatorResponse | None) -> CoordinatorResponse:
+        if isinstance(request, DescribeGroupsRequest):
+            described = {}
+            if response is not None:
+                assert isinstance(response, DescribeGroupsResponse)
+                described = {g.group_id: g for g in response.groups}
+            return DescribeGroupsResponse(
+                version=request.version,
+                correlation=request.correlation,
+                groups=tuple(
+                    DescribedGroup(
+                        group_id=n,
+                        error=GroupAuthorizationFailedError,
+                        group_state="",
+                        protocol_type="",
+                        protocol_data="",
+                    )
+                    if n in denied
+                    else described[n]
+                    for n in names
+                ),
+            )
+        results = {}
+        if response is not None:
+            assert isinstance(response, DeleteGroupsResponse)
+            results = {r.group_id: r for r in response.results}
+        return DeleteGroupsResponse(
+            version=request.version,
+            correlation=request.correlation,
+            results=tuple(
+                DeletableGroupResult(group_id=n, error=GroupAuthorizationFailedError)
+                if n in denied
+                else results[n]
+                for n in names
+            ),
+        )
+
+    if not kept:
+        return GroupCheck(None, merged)
+    if isinstance(request, DescribeGroupsRequest):
+        return GroupCheck(dataclasses.replace(request, groups=kept), merged)
+    return GroupCheck(dataclasses.replace(request, groups_names=kept), merged)
+
+
+def _consumer_group_describe(request: ConsumerGroupDescribeRequest, allowed: Allowed) -> GroupCheck:
+    names = request.group_ids
+    denied = {n for n in names if not allowed(AclOperation.DESCRIBE, ResourceType.GROUP, n)}
+    if not denied:
+        return GroupCheck(request, _as_is)
+    kept = tuple(n for n in names if n not in denied)
+
+    def merged(response: CoordinatorResponse | None) -> CoordinatorResponse:
+        described: dict[str, DescribedConsumerGroup] = {}
+        if response is not None:
+            assert isinstance(response, ConsumerGroupDescribeResponse)
+            described = {g.group_id: g for g in response.groups}
+        return ConsumerGroupDescribeResponse(
+            version=request.version,
+            correlation=request.correlation,
+            groups=tuple(
+                DescribedConsumerGroup(group_id=n, error=GroupAuthorizationFailedError)
+                if n in denied
+                else described[n]
+                for n in names
+            ),
+        )
+
+    forward = dataclasses.replace(request, group_ids=kept) if kept else None
+    return GroupCheck(forward, merged)
