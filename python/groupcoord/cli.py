@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -33,6 +33,9 @@ from groupcoord.config import CoordinatorConfig
 from groupcoord.errors import GroupcoordError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from groupcoord.types import Subscription, TopicPartition
+
+if TYPE_CHECKING:
+    from groupcoord.storage.credential_store import SqliteCredentialStore
 
 app = typer.Typer(
     name="groupcoord",
@@ -483,6 +486,38 @@ def serve(
             help="With --authorizer: a resource no ACL names is open to everyone.",
         ),
     ] = False,
+    listener: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="PROTOCOL://HOST:PORT",
+            help="A listener (repeatable): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, as"
+            " Kafka names them. Replaces --host/--port (the ready line names the first).",
+            show_default=False,
+        ),
+    ] = None,
+    sasl_mechanisms: Annotated[
+        str,
+        typer.Option(
+            metavar="M1,M2",
+            help="What SASL listeners offer: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN (users:"
+            " 'groupcoord users add').",
+        ),
+    ] = "SCRAM-SHA-512,SCRAM-SHA-256",
+    ssl_certfile: Annotated[
+        Path | None,
+        typer.Option(metavar="PEM", help="Server certificate (chain) of TLS listeners."),
+    ] = None,
+    ssl_keyfile: Annotated[
+        Path | None, typer.Option(metavar="PEM", help="Private key of --ssl-certfile.")
+    ] = None,
+    ssl_cafile: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PEM",
+            help="Require client certificates signed by this CA (mTLS); the subject is the"
+            " principal on SSL listeners.",
+        ),
+    ] = None,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run
@@ -520,6 +555,11 @@ def serve(
             authorizer=authorizer,
             super_users=tuple(super_user or ()),
             allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+            listeners=tuple(listener or ()),
+            sasl_mechanisms=tuple(m.strip() for m in sasl_mechanisms.split(",") if m.strip()),
+            ssl_certfile=None if ssl_certfile is None else str(ssl_certfile),
+            ssl_keyfile=None if ssl_keyfile is None else str(ssl_keyfile),
+            ssl_cafile=None if ssl_cafile is None else str(ssl_cafile),
         )
     except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))
@@ -542,6 +582,89 @@ def serve(
     except (GroupcoordError, sqlite3.Error) as exc:
         where = "in memory" if memory else f"data directory {directory}"
         _fail(f"cannot start ({where}): {exc}")
+
+
+users_app = typer.Typer(
+    name="users",
+    help="SASL users of 'groupcoord serve' (SCRAM credentials in the data directory).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(users_app)
+
+#: the hash a --mechanism stores (PLAIN checks the password against any stored credential)
+_MECHANISM_HASHES = {"SCRAM-SHA-512": "sha512", "SCRAM-SHA-256": "sha256", "PLAIN": "sha512"}
+
+
+def _credential_store(data_dir: Path, *, create: bool = False) -> SqliteCredentialStore:
+    from groupcoord.server.server import DATABASE_NAME
+    from groupcoord.storage.credential_store import SqliteCredentialStore
+
+    if create and not data_dir.exists():
+        try:
+            data_dir.mkdir(parents=True)
+        except OSError as exc:
+            _fail(f"--data-dir {data_dir}: cannot create it: {exc.strerror or exc}")
+    if not data_dir.is_dir():
+        _fail(f"--data-dir {data_dir}: not a directory (the server's data directory)")
+    try:
+        return SqliteCredentialStore(data_dir / DATABASE_NAME)
+    except (GroupcoordError, sqlite3.Error) as exc:
+        _fail(f"--data-dir {data_dir}: {exc}")
+
+
+DataDirOption = Annotated[
+    Path,
+    typer.Option(metavar="DIR", help="The server's data directory (--data-dir of serve)."),
+]
+
+
+@users_app.command("add", cls=PlainHelpCommand, help="Add a user, or change its password.")
+def users_add(
+    user: Annotated[str, typer.Argument(metavar="USER", show_default=False)],
+    password: Annotated[
+        str, typer.Option(metavar="PW", help="The password (stored salted and iterated).")
+    ],
+    data_dir: DataDirOption = Path(DEFAULT_DATA_DIR),
+    mechanism: Annotated[
+        str, typer.Option(metavar="MECHANISM", help="SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN.")
+    ] = "SCRAM-SHA-512",
+    iterations: Annotated[
+        int, typer.Option(min=4096, max=16384, help="PBKDF2 iterations (Kafka: 4096-16384).")
+    ] = 4096,
+) -> None:
+    from groupcoord.security.scram import make_credential
+
+    if mechanism not in _MECHANISM_HASHES:
+        _fail(f"--mechanism {mechanism}: one of {', '.join(_MECHANISM_HASHES)}")
+    if not user or ":" in user:
+        _fail(f"user {user!r}: a name without ':' (the principal is User:{user})")
+    try:
+        credential = make_credential(_MECHANISM_HASHES[mechanism], password, iterations=iterations)
+    except ValueError as exc:
+        _fail(f"--password: {exc}")
+    with _credential_store(data_dir, create=True) as store:
+        store.put(user, credential)
+    typer.echo(f"user {user}: {mechanism} credential stored ({iterations} iterations)")
+
+
+@users_app.command("remove", cls=PlainHelpCommand, help="Remove a user's credentials.")
+def users_remove(
+    user: Annotated[str, typer.Argument(metavar="USER", show_default=False)],
+    data_dir: DataDirOption = Path(DEFAULT_DATA_DIR),
+) -> None:
+    with _credential_store(data_dir) as store:
+        removed = store.remove(user)
+    if not removed:
+        _fail(f"user {user}: no such user in {data_dir}")
+    typer.echo(f"user {user}: removed")
+
+
+@users_app.command("list", cls=PlainHelpCommand, help="List users (never passwords).")
+def users_list(data_dir: DataDirOption = Path(DEFAULT_DATA_DIR)) -> None:
+    with _credential_store(data_dir) as store:
+        for user, hash_name, iterations in store.users():
+            typer.echo(f"{user}\t{hash_name}\t{iterations} iterations")
 
 
 SIMULATE_HELP = """\

@@ -19,7 +19,10 @@ from collections import deque
 
 from groupcoord.errors import InvalidRequestError
 from groupcoord.protocol.wire import FrameBuffer
+from groupcoord.security.acl import ANONYMOUS
+from groupcoord.security.sasl import SaslSession
 from groupcoord.server.dispatch import Dispatcher, Reply
+from groupcoord.server.sasl_gate import sasl_frame
 
 __all__ = ["Connection"]
 
@@ -40,8 +43,16 @@ class Connection:
         writer: asyncio.StreamWriter,
         dispatcher: Dispatcher,
         max_frame_bytes: int,
+        *,
+        sasl: SaslSession | None = None,
+        principal: str = ANONYMOUS,
     ) -> None:
+        """``sasl``: the connection is on a SASL listener and must authenticate first
+        (:mod:`~groupcoord.server.sasl_gate`); ``principal``: who it is until then (a TLS
+        client certificate's subject, or ANONYMOUS)."""
         self._reader = reader
+        self._sasl = sasl
+        self.principal = principal
         self._writer = writer
         self._dispatcher = dispatcher
         self._max_frame_bytes = max_frame_bytes
@@ -110,7 +121,21 @@ class Connection:
                 if self._closing:
                     return
                 try:
-                    reply = self._dispatcher.dispatch(frame, self.client_host)
+                    if self._sasl is not None:
+                        gate = sasl_frame(frame, self._sasl)
+                        if gate.delay_s:
+                            await asyncio.sleep(gate.delay_s)
+                        if gate.reply is not None:
+                            self._push(gate.reply)
+                        if self._sasl.principal is not None:
+                            self.principal = self._sasl.principal
+                        if gate.close_reason is not None:
+                            # the reply (if any) is sent before the connection closes
+                            log.warning("closing connection %s: %s", self.peer, gate.close_reason)
+                            return
+                        if not gate.dispatch:
+                            continue
+                    reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
                 except InvalidRequestError as e:
                     return self._abort(str(e))
                 except Exception as e:  # a handler bug must not take the server down

@@ -78,6 +78,7 @@ from groupcoord.server.acl_admin import AclAdmin
 from groupcoord.server.api_versions import api_versions_response, served_versions
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
+from groupcoord.server.sasl_gate import SASL_API_VERSIONS
 
 __all__ = ["Dispatcher", "Reply", "unsupported_frame"]
 
@@ -106,6 +107,7 @@ class Dispatcher:
         data_apis: DataApis,
         fetches: FetchWaiter,
         acls: AclAdmin | None = None,
+        sasl: bool = False,
         data_api_versions: Mapping[int, tuple[int, int]] = DATA_API_VERSIONS,
     ) -> None:
         """``acls``: the ACL admin APIs and the authorizer every request is checked with
@@ -117,7 +119,9 @@ class Dispatcher:
         self.fetches = fetches
         self.acls = acls if acls is not None else AclAdmin(None, None)
         self._authorizer = self.acls.authorizer
-        self.versions = served_versions({**data_api_versions, **ACL_API_VERSIONS})
+        # a SASL listener also lists the SASL APIs (its connections' gate answers them)
+        extra = {**ACL_API_VERSIONS, **(SASL_API_VERSIONS if sasl else {})}
+        self.versions = served_versions({**data_api_versions, **extra})
         # first four bytes (api key, version) of the Heartbeats we serve -> version
         self._heartbeats = heartbeat_prefixes(*self.versions.get(HEARTBEAT_API_KEY, (0, -1)))
         # likewise the OffsetCommits the hand codec may read

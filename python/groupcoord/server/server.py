@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -42,14 +43,18 @@ from groupcoord.coordinator.offsets import StoreError
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.errors import KafkaError
 from groupcoord.protocol.wire import DEFAULT_MAX_FRAME_BYTES
+from groupcoord.security.acl import ANONYMOUS
 from groupcoord.security.authorizer import AclAuthorizer
+from groupcoord.security.sasl import SASL_MECHANISMS, SaslSession
 from groupcoord.server.acl_admin import AclAdmin
 from groupcoord.server.connection import Connection
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
+from groupcoord.server.listeners import Endpoint, parse_listener, tls_context, tls_principal
 from groupcoord.storage.acl_store import AclStore, MemoryAclStore, SqliteAclStore
+from groupcoord.storage.credential_store import SqliteCredentialStore
 from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
 
 __all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]
@@ -105,6 +110,16 @@ class ServerConfig:
     #: a resource no ACL applies to is open to everyone (Kafka's
     #: ``allow.everyone.if.no.acl.found``; off: deny by default)
     allow_everyone_if_no_acl_found: bool = False
+    #: ``PROTOCOL://HOST:PORT`` endpoints (``--listener``); none: one PLAINTEXT listener
+    #: on ``host``:``port``
+    listeners: tuple[str, ...] = ()
+    #: what SASL listeners offer (``--sasl-mechanisms``, Kafka's ``sasl.enabled.mechanisms``)
+    sasl_mechanisms: tuple[str, ...] = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+    #: TLS of SSL and SASL_SSL listeners; with ``ssl_cafile`` client certificates are
+    #: required (mTLS) and name the principal on SSL listeners
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_cafile: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -126,6 +141,21 @@ class ServerConfig:
                     f"topic {name!r} is given twice ({name}:{seen[name]} and {name}:{partitions})"
                 )
             seen[name] = partitions
+        endpoints = self.endpoints()
+        if any(e.tls for e in endpoints) and not (self.ssl_certfile and self.ssl_keyfile):
+            raise ValueError("SSL and SASL_SSL listeners need --ssl-certfile and --ssl-keyfile")
+        if any(e.sasl for e in endpoints):
+            if self.data_dir is None:
+                raise ValueError(
+                    "a SASL listener needs --data-dir: the users (groupcoord users add) are "
+                    "stored there"
+                )
+            unknown = [m for m in self.sasl_mechanisms if m not in SASL_MECHANISMS]
+            if unknown or not self.sasl_mechanisms:
+                raise ValueError(
+                    f"--sasl-mechanisms: {', '.join(unknown) or 'none given'} "
+                    f"(supported: {', '.join(SASL_MECHANISMS)})"
+                )
         if self.authorizer not in (None, "acl"):
             raise ValueError(f"unknown authorizer {self.authorizer!r} (the one there is: acl)")
         if self.authorizer is None and (self.super_users or self.allow_everyone_if_no_acl_found):
@@ -136,6 +166,12 @@ class ServerConfig:
             kind, sep, name = principal.partition(":")
             if not (kind and sep and name):
                 raise ValueError(f"super user {principal!r} is not a principal like User:alice")
+
+    def endpoints(self) -> list[Endpoint]:
+        """The listeners (``listeners``, or PLAINTEXT on ``host``:``port``)."""
+        if not self.listeners:
+            return [Endpoint("PLAINTEXT", self.host, self.port)]
+        return [parse_listener(spec) for spec in self.listeners]
 
 
 class WallClock:
@@ -166,7 +202,7 @@ class Server:
         self.clock = WallClock() if clock is None else clock
         self.host = config.host
         self.port = config.port
-        self._listener: asyncio.Server | None = None
+        self._listeners: list[asyncio.Server] = []
         self._connections: dict[Connection, asyncio.Task[None]] = {}
         self._closed = asyncio.Event()
         self._closing = False
@@ -174,8 +210,12 @@ class Server:
         self.gateway: GroupGateway | None = None
         self.data_apis: DataApis | None = None
         self._fetches: FetchWaiter | None = None
-        self._dispatcher: Dispatcher | None = None
         self.event_log: EventLog | None = None
+        self._credentials: SqliteCredentialStore | None = None
+        #: the bound address of each listener, in ``config.endpoints()`` order
+        self.endpoints: list[Endpoint] = []
+        #: each listener's endpoint and dispatcher (same order)
+        self._routes: list[tuple[Endpoint, Dispatcher]] = []
         self._acl_store: AclStore | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -216,29 +256,22 @@ class Server:
             if self._acl_store is not None:
                 self._acl_store.close()
             raise
-        self._listener = await asyncio.start_server(
-            self._on_connection,
-            config.host,
-            config.port,
-            start_serving=False,
-            reuse_address=True,
-        )
-        sockname = self._listener.sockets[0].getsockname()
-        self.port = int(sockname[1])
-        broker = BrokerInfo(
-            node_id=config.node_id,
-            host=_advertised(config),
-            port=self.port,
-            cluster_id=config.cluster_id,
-        )
-        self.data_apis = DataApis(
-            topic_log,
-            broker,
-            DataApiConfig(auto_create_partitions=config.auto_create_partitions),
-            self.clock,
-        )
-        self._fetches = FetchWaiter(self.data_apis.fetch_satisfied)
-        topic_log.add_append_listener(self._fetches.on_append)
+        try:
+            self._credentials = self._open_credentials()
+            tls = None
+            if config.ssl_certfile and config.ssl_keyfile:
+                try:
+                    tls = tls_context(config.ssl_certfile, config.ssl_keyfile, config.ssl_cafile)
+                except ValueError as exc:
+                    raise StartupError(str(exc)) from exc
+        except BaseException:
+            offsets.close()
+            topic_log.close()
+            if self.event_log is not None:
+                self.event_log.close()
+            if self._acl_store is not None:
+                self._acl_store.close()
+            raise
         # a SQLite store is written off the loop (group commit); memory at once
         self.gateway = GroupGateway(
             coordinator, self.clock, offsets, threaded=config.data_dir is not None
@@ -249,20 +282,66 @@ class Server:
         # KIP-848 groups see the log's topics, by the ids Metadata gives clients
         gateway.update_topics(topic_metadata(topic_log))
         topic_log.add_topics_listener(lambda: gateway.update_topics(topic_metadata(topic_log)))
-        self._dispatcher = Dispatcher(
-            broker=broker,
-            groups=self.gateway,
-            data_apis=self.data_apis,
-            fetches=self._fetches,
-            acls=acls,
-        )
-        await self._listener.start_serving()
-        log.info(
-            "serving on %s:%d (%s)",
-            self.host,
-            self.port,
-            "in memory" if config.data_dir is None else os.path.abspath(config.data_dir),
-        )
+        data_config = DataApiConfig(auto_create_partitions=config.auto_create_partitions)
+        fetches: FetchWaiter | None = None
+        for index, endpoint in enumerate(config.endpoints()):
+            # connections of listener ``index`` go to ``self._routes[index]``, filled in
+            # below once the bound port is known (nothing is accepted before start_serving)
+            listener = await asyncio.start_server(
+                functools.partial(self._on_connection, index),
+                endpoint.host,
+                endpoint.port,
+                ssl=tls if endpoint.tls else None,
+                start_serving=False,
+                reuse_address=True,
+            )
+            self._listeners.append(listener)
+            bound = Endpoint(
+                endpoint.protocol, endpoint.host, int(listener.sockets[0].getsockname()[1])
+            )
+            self.endpoints.append(bound)
+            # each listener tells clients its own address (Metadata, FindCoordinator)
+            broker = BrokerInfo(
+                node_id=config.node_id,
+                host=_advertised(config, bound.host),
+                port=bound.port,
+                cluster_id=config.cluster_id,
+            )
+            data_apis = DataApis(topic_log, broker, data_config, self.clock)
+            if fetches is None:
+                self.data_apis = data_apis
+                fetches = self._fetches = FetchWaiter(data_apis.fetch_satisfied)
+                topic_log.add_append_listener(fetches.on_append)
+            dispatcher = Dispatcher(
+                broker=broker,
+                groups=gateway,
+                data_apis=data_apis,
+                fetches=fetches,
+                acls=acls,
+                sasl=bound.sasl,
+            )
+            self._routes.append((bound, dispatcher))
+        self.host, self.port = self.endpoints[0].host, self.endpoints[0].port
+        for listener in self._listeners:
+            await listener.start_serving()
+        for endpoint in self.endpoints:
+            log.info(
+                "serving %s on %s:%d (%s)",
+                endpoint.protocol,
+                endpoint.host,
+                endpoint.port,
+                "in memory" if config.data_dir is None else os.path.abspath(config.data_dir),
+            )
+
+    def _open_credentials(self) -> SqliteCredentialStore | None:
+        """The users of SASL listeners (none without one)."""
+        config = self.config
+        if not any(e.sasl for e in config.endpoints()) or config.data_dir is None:
+            return None
+        try:
+            return SqliteCredentialStore(os.path.join(config.data_dir, DATABASE_NAME))
+        except (StoreError, sqlite3.Error) as exc:
+            raise StartupError(f"data directory {config.data_dir}: {exc}") from exc
 
     def _open_acls(self) -> AclAdmin:
         """The authorizer with its stored bindings (none without ``authorizer``)."""
@@ -303,8 +382,8 @@ class Server:
             return
         self._closing = True
         try:
-            if self._listener is not None:
-                self._listener.close()
+            for listener in self._listeners:
+                listener.close()
             if self.gateway is not None:
                 # answer the commits already received before the connections close
                 with contextlib.suppress(TimeoutError):
@@ -319,8 +398,8 @@ class Server:
                 for task in late:
                     task.cancel()
                 await asyncio.gather(*late, return_exceptions=True)
-            if self._listener is not None:
-                await self._listener.wait_closed()
+            for listener in self._listeners:
+                await listener.wait_closed()
         finally:
             if self.gateway is not None:
                 self.gateway.close()
@@ -330,6 +409,8 @@ class Server:
                 self.event_log.close()
             if self._acl_store is not None:
                 self._acl_store.close()
+            if self._credentials is not None:
+                self._credentials.close()
             log.info("stopped")
             self._closed.set()
 
@@ -340,17 +421,32 @@ class Server:
     # ------------------------------------------------------------------ connections
 
     async def _on_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        assert self._dispatcher is not None
+        endpoint, dispatcher = self._routes[index]
         if self._closing:
             writer.close()
             return
-        connection = Connection(reader, writer, self._dispatcher, self.config.max_frame_bytes)
+        principal = ANONYMOUS
+        if endpoint.tls:
+            principal = tls_principal(writer.get_extra_info("peercert")) or ANONYMOUS
+        sasl = None
+        if endpoint.sasl:
+            credentials = self._credentials
+            assert credentials is not None
+            sasl = SaslSession(self.config.sasl_mechanisms, credentials.lookup)
+        connection = Connection(
+            reader,
+            writer,
+            dispatcher,
+            self.config.max_frame_bytes,
+            sasl=sasl,
+            principal=principal,
+        )
         task = asyncio.current_task()
         assert task is not None
         self._connections[connection] = task
-        log.debug("connection from %s", connection.peer)
+        log.debug("connection from %s (%s)", connection.peer, endpoint.protocol)
         try:
             await connection.run()
         finally:
@@ -409,12 +505,13 @@ def _open_stores(data_dir: str | None) -> tuple[OffsetStore, LogStore]:
     return offsets, records
 
 
-def _advertised(config: ServerConfig) -> str:
+def _advertised(config: ServerConfig, host: str) -> str:
+    """What clients are told to connect to for a listener bound to ``host``."""
     if config.advertised_host:
         return config.advertised_host
-    if config.host in ("", "0.0.0.0", "::"):
+    if host in ("", "0.0.0.0", "::"):
         return socket.getfqdn()
-    return config.host
+    return host
 
 
 def run(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None) -> None:
