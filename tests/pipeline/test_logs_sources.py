@@ -118,3 +118,26 @@ def test_cli_bad_path_is_one_line_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["analyze", str(tmp_path / "nope.log"), "--out", "x"])
     assert result.exit_code == 2
     assert "no such file or directory" in result.output
+
+
+def test_numbers_out_of_range_are_null_not_a_failed_job(spark: Any, tmp_path: Path) -> None:
+    # Spark 4 casts strictly (ANSI): a plain cast of a corrupt number fails the whole job
+    head = "[2026-01-01 00:00:0{}.000] INFO [GroupCoordinator id=1 topic=__consumer_offsets"
+    tail = " with 3 members. (org.apache.kafka.coordinator.group.GroupMetadataManager)"
+    log = tmp_path / "server.log"
+    log.write_text(
+        head.format(0)
+        + " partition=1] Stabilized group g1 generation 99999999999"
+        + tail
+        + "\n"
+        + head.format(1)
+        + " partition=1] Stabilized group g1 generation 2"
+        + tail
+        + "\n"
+        + json.dumps({"event": "rebalance_completed", "time_ms": "soon", "group": "g2"})
+        + "\n"
+    )
+    events, _ = read_events(spark, classify_inputs([str(log)]))
+    rows = events.orderBy("time").select("group", "generation").collect()
+    # the JSON line without a usable time_ms is no event; the Kafka line keeps its event
+    assert [(r["group"], r["generation"]) for r in rows] == [("g1", None), ("g1", 2)]

@@ -85,6 +85,9 @@ KAFKA_LINE: Final = (
 #: Kafka's log levels
 LEVELS: Final = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 
+#: the shape of a Kafka timestamp ("2026-01-31 12:00:00,123"; "." in some layouts)
+STAMP_SHAPE: Final = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[,.]\d{3}$"
+
 #: the first line of a multi-line message (no logger yet)
 MULTILINE_OPENER: Final = r":\s*$"
 
@@ -231,23 +234,43 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     :func:`read_events`) plus ``parsed`` (a well-formed record) and ``continuation``.
 
     Per line this runs only cheap functions (substring, a timestamp parse, a search from
-    the end for the logger); the regexes run on the group coordinator's lines alone."""
+    the end for the logger); the regexes run on the group coordinator's lines alone, one
+    per line. Spark generates one Java method for all of this (about 11,500 bytes of
+    bytecode): above 8,000 HotSpot leaves a method to its interpreter unless the JVM runs
+    with ``-XX:-DontCompileHugeMethods``, which local sessions do
+    (:data:`groupcoord.pipeline.session.LOCAL_JVM_OPTIONS`)."""
     from pyspark.sql import functions as F
 
     line = F.col("line")
     is_json = line.startswith("{")
     data = _json_fields(line, is_json)
-    # "[2026-01-31 12:00:00,123] LEVEL message (logger)": the stamp is 23 characters
-    stamp = F.substring(line, 2, 23)
-    framed = line.startswith("[") & (F.substring(line, 25, 2) == "] ")
+    # "[2026-01-31 12:00:00,123] LEVEL message (logger)": the stamp is 23 characters. The
+    # line's head is cut by bytes, not characters (substring of a string counts the
+    # characters of the whole line, every call): a line whose first 26 characters are not
+    # ASCII has no stamp either way, and where they are, bytes and characters agree.
+    data_bytes = line.cast("binary")
+    stamp = F.substring(data_bytes, 2, 23).cast("string")
+    framed = line.startswith("[") & (F.substring(data_bytes, 25, 2).cast("string") == "] ")
+    # a stamp of the usual shape goes through Spark's own cast (a quick hand-written
+    # parser); only what that rejects goes to the pattern-driven java.time parser (ten times
+    # the work per line), which decides
+    usual = F.when(
+        stamp.rlike(STAMP_SHAPE),
+        F.concat(
+            F.substring(data_bytes, 2, 19), F.lit(bytearray(b".")), F.substring(data_bytes, 22, 3)
+        )
+        .cast("string")
+        .try_cast("timestamp"),
+    )
     kafka_time = F.when(
         framed,
         F.coalesce(
+            usual,
             F.try_to_timestamp(stamp, F.lit("yyyy-MM-dd HH:mm:ss,SSS")),
             F.try_to_timestamp(stamp, F.lit("yyyy-MM-dd HH:mm:ss.SSS")),
         ),
     )
-    level = F.substring_index(F.substring(line, 27, 6), " ", 1)
+    level = F.substring_index(F.substring(data_bytes, 27, 6).cast("string"), " ", 1)
     tail = F.substring_index(line, " (", -1)  # "logger)" on a complete line
     df = lines.select(
         "source",
@@ -259,17 +282,6 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         (F.length(level) + 28).alias("msg_start"),
         tail.alias("tail"),
     )
-    complete = (
-        F.col("tail").endswith(")")
-        & ~F.col("tail").contains(" ")
-        & (F.length("tail") < F.length(line))
-    )
-    msg_start = F.col("msg_start")
-    msg = F.when(
-        complete,
-        line.substr(msg_start, F.length(line) - F.length("tail") - 1 - msg_start),
-    ).otherwise(line.substr(msg_start, F.lit(1 << 30)))
-    df = df.select("*", complete.alias("complete"), msg.alias("msg"))
     j = F.col("j")
     json_ok = (
         F.col("is_json")
@@ -279,18 +291,52 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         & j["time_ms"].isNotNull()
     )
     header = ~F.col("is_json") & F.col("kafka_time").isNotNull()
-    kafka_ok = header & (F.col("complete") | F.col("msg").rlike(MULTILINE_OPENER))
+    # the tail is a suffix of the line, shorter when the line has a " (": comparing bytes
+    # spares counting the characters of every line
+    complete = (
+        F.col("tail").endswith(")")
+        & ~F.col("tail").contains(" ")
+        & (F.octet_length("tail") < F.octet_length(line))
+    )
+    # the message, between "LEVEL " and " (logger)", on complete lines that may be the
+    # coordinator's only; by bytes, as the head (on a header line "[stamp] LEVEL " is ASCII)
+    msg_start = F.col("msg_start")
+    msg = F.when(
+        header & complete & line.contains("roup "),
+        F.substring(
+            line.cast("binary"),
+            msg_start,
+            F.octet_length(line) - F.octet_length("tail") - 1 - msg_start,
+        ).cast("string"),
+    )
+    # a header line's prefix "[stamp] LEVEL " cannot end a match of MULTILINE_OPENER (it
+    # ends in "] LEVEL "), so the whole line is tested instead of its message
+    kafka_ok = header & (complete | line.rlike(MULTILINE_OPENER))
     continuation = ~F.col("is_json") & F.col("kafka_time").isNull() & line.rlike(CONTINUATION)
-    coordinator_line = header & F.col("complete") & F.col("msg").contains("roup ")
-    # the regexes run in their own projection (each once per line, on candidate lines only)
+    kept = ["source", "seq", "line", "j", "kafka_time", "json_ok", "kafka_ok", "continuation"]
     df = df.select(
-        "*",
+        "source",
+        "seq",
+        line,
+        "j",
+        "kafka_time",
         json_ok.alias("json_ok"),
         kafka_ok.alias("kafka_ok"),
         continuation.alias("continuation"),
-        coordinator_line.alias("coordinator_line"),
-        *_group_columns(F.col("msg"), coordinator_line),
+        msg.alias("msg"),
     )
+    # a line names a group ("group " or "Group ") in its message; the message is null on
+    # the other lines. The regexes run in their own projection, each once per line and on
+    # these lines only.
+    msg = F.col("msg")
+    coordinator_line = F.coalesce(msg.contains("roup "), F.lit(False))
+    df = df.select(*kept, "msg", coordinator_line.alias("coordinator_line"))
+    df = df.select(*kept, *_kafka_matches(msg, F.col("coordinator_line")))
+    # the first pattern (in _KINDS order) that matched: its fields, one per line
+    fields = F.coalesce(
+        *[F.when(F.col(f"m_{kind}").contains(_SEP), F.col(f"m_{kind}")) for kind, _, _ in _KINDS]
+    )
+    df = df.select(*kept, F.split(fields, _SEP).alias("k"))
     json_ok, kafka_ok, continuation = F.col("json_ok"), F.col("kafka_ok"), F.col("continuation")
     out = df.select(
         F.when(json_ok, F.lit("event_log")).when(kafka_ok, F.lit("kafka")).alias("source_kind"),
@@ -300,9 +346,7 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         .otherwise(F.col("kafka_time"))
         .alias("time"),
         "seq",
-        F.when(json_ok, _json_events())
-        .when(F.col("coordinator_line"), _kafka_events())
-        .alias("ev"),
+        F.when(json_ok, _json_events()).otherwise(_kafka_events(F.col("k"))).alias("ev"),
         (json_ok | kafka_ok | continuation).alias("parsed"),
         continuation.alias("continuation"),
         line,
@@ -323,7 +367,7 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 def _event_struct(
     *,
     group: Column,
-    event: str,
+    event: Column | str,
     generation: Column | None = None,
     members: Column | None = None,
     member: Column | None = None,
@@ -336,11 +380,12 @@ def _event_struct(
     from pyspark.sql import functions as F
 
     def typed(col: Column | None, sql_type: str) -> Column:
-        return (F.lit(None) if col is None else col).cast(sql_type)
+        # try_cast: a number too large for an int on a corrupt line is null, not a failed job
+        return (F.lit(None) if col is None else col).try_cast(sql_type)
 
     return F.struct(
         typed(group, "string").alias("group"),
-        F.lit(event).alias("event"),
+        (F.lit(event) if isinstance(event, str) else event).alias("event"),
         typed(generation, "int").alias("generation"),
         typed(members, "int").alias("members"),
         typed(member, "string").alias("member"),
@@ -352,181 +397,197 @@ def _event_struct(
     )
 
 
-#: (kind, a substring every line of the kind contains, number of groups in its pattern)
-_KINDS: Final = (
-    ("rebalance_started", "Preparing to rebalance group ", 4),
-    ("rebalance_completed", "Stabilized group ", 3),
-    ("assignment_received", "Assignment received from leader ", 4),
-    ("expired", "has failed, removing it from the group", 2),
-    ("left_4", "has left group through explicit `LeaveGroup`", 3),
-    ("left_3", " through explicit `LeaveGroup`", 4),
-    ("left_2", "has left, removing it from the group", 3),
-    ("member_joined", "Dynamic member with unknown member id joins group ", 3),
-    ("static_member_replaced", "Replacing previously mapped member ", 4),
-    ("group_empty", " is now empty", 2),
+#: the fields a Kafka coordinator line's match is rewritten to, in this order (see _LAYOUT)
+_FIELDS: Final = (
+    "event",
+    "group",
+    "generation",
+    "members",
+    "member",
+    "instance_id",
+    "cause",
+    "reason",
+    "state",
 )
 
-_SEP: Final = "\u0001"
+#: (kind, a substring every line of the kind contains (part of its pattern's text, starting
+#: with a character that seldom occurs: a search tries a comparison wherever the first
+#: byte occurs), its fields: a regex group ($n) or a literal per name of _FIELDS; unnamed
+#: fields are empty, i.e. null)
+_KINDS: Final[tuple[tuple[str, str, dict[str, str]], ...]] = (
+    (
+        "rebalance_started",
+        "Preparing to rebalance group ",
+        {
+            "event": "rebalance_started",
+            "group": "$1",
+            "state": "$2",
+            "generation": "$3",
+            "reason": "$4",
+        },
+    ),
+    (
+        "rebalance_completed",
+        "Stabilized group ",
+        {"event": "rebalance_completed", "group": "$1", "generation": "$2", "members": "$3"},
+    ),
+    (
+        "assignment_received",
+        "Assignment received from leader ",
+        {
+            "event": "assignment_received",
+            "member": "$1",
+            "group": "$2",
+            "generation": "$3",
+            "members": "$4",
+        },
+    ),
+    (
+        "expired",
+        ", removing it from the group",
+        {
+            "event": "member_removed",
+            "member": "$1",
+            "group": "$2",
+            "cause": "session_timeout",
+            "reason": "heartbeat expiration",
+        },
+    ),
+    (
+        "left_4",
+        "`LeaveGroup`",
+        {"event": "member_removed", "group": "$1", "member": "$2", "cause": "left", "reason": "$3"},
+    ),
+    (
+        # the member is one of two alternative groups: at most one of them is set
+        "left_3",
+        "`LeaveGroup`",
+        {
+            "event": "member_removed",
+            "member": "$1$2",
+            "group": "$3",
+            "cause": "left",
+            "reason": "$4",
+        },
+    ),
+    (
+        "left_2",
+        "Member[group.instance.id ",
+        {
+            "event": "member_removed",
+            "instance_id": "$1",
+            "member": "$2",
+            "group": "$3",
+            "cause": "left",
+        },
+    ),
+    (
+        "member_joined",
+        "Dynamic member with unknown member id joins group ",
+        {"event": "member_joined", "group": "$1", "state": "$2", "member": "$3"},
+    ),
+    (
+        "static_member_replaced",
+        "Replacing previously mapped member ",
+        {
+            "event": "static_member_replaced",
+            "instance_id": "$1",
+            "group": "$2",
+            "state": "$3",
+            "member": "$4",
+            "reason": "static member rejoined with a new member id",
+        },
+    ),
+    (
+        "group_empty",
+        "Group ",
+        {
+            "event": "group_empty",
+            "group": "$1",
+            "generation": "$2",
+            "members": "0",
+            "state": "Empty",
+        },
+    ),
+)
+
+#: the text of a 4.x LeaveGroup line, which the 3.x pattern is not tried on
+_LEFT_4_TEXT: Final = "has left group through explicit `LeaveGroup`"
+
+#: separates the fields of a rewritten match: a line read by spark.read.text never holds a
+#: newline, so a message with one is a match, and no field holds one
+_SEP: Final = "\n"
 
 
-def _group_columns(msg: Column, candidate: Column) -> list[Column]:
-    """One column per pattern of :data:`_KINDS`: the pattern's groups as an array (one
-    regex run, only on lines that contain the pattern's keyword), else null."""
+def _kafka_matches(msg: Column, candidate: Column) -> list[Column]:
+    """One column ``m_<kind>`` per kind of :data:`_KINDS`: on a candidate line that contains
+    the kind's keyword, the message rewritten (one ``regexp_replace``) to the kind's fields
+    in :data:`_FIELDS` order joined by :data:`_SEP` when the pattern matches, else the
+    message unchanged; null on other lines."""
     from pyspark.sql import functions as F
 
     columns = []
-    for kind, keyword, groups in _KINDS:
+    for kind, keyword, fields in _KINDS:
         pattern = "^.*?(?:" + KAFKA_PATTERNS[kind] + ").*$"
-        replacement = _SEP.join(f"${i}" for i in range(1, groups + 1))
-        parts = F.split(F.regexp_replace(msg, pattern, replacement), _SEP)
+        replacement = _SEP.join(fields.get(name, "") for name in _FIELDS)
         hit = candidate & msg.contains(keyword)
         if kind == "left_3":
-            hit = hit & ~msg.contains(_KINDS[4][1])
-        # the size check (a line that does not match leaves no separator) is made in the next
-        # projection, so that the regex runs once per line
-        columns.append(F.when(hit, parts).alias(f"g_{kind}"))
+            # what the 4.x pattern would have matched is no 3.x line
+            hit = hit & ~msg.contains(_LEFT_4_TEXT)
+        columns.append(F.when(hit, F.regexp_replace(msg, pattern, replacement)).alias(f"m_{kind}"))
     return columns
 
 
-def _kafka_events() -> Column:
-    """The event struct of a Kafka line from its ``g_<kind>`` columns, or null."""
+def _kafka_events(fields: Column) -> Column:
+    """The event struct of a Kafka coordinator line from its split fields (``_FIELDS``
+    order; an empty field is null), or null when no pattern matched."""
     from pyspark.sql import functions as F
 
-    def x(kind: str, index: int) -> Column:
-        value = F.element_at(F.col(f"g_{kind}"), index)
+    def x(name: str) -> Column:
+        value = F.element_at(fields, _FIELDS.index(name) + 1)
         return F.when(value != "", value)
 
-    def poll_or_left(reason: Column) -> Column:
-        return F.when(
-            F.coalesce(reason, F.lit("")).rlike(POLL_TIMEOUT_REASON), "poll_timeout"
-        ).otherwise("left")
-
-    rules: list[tuple[str, Column]] = [
-        (
-            "rebalance_started",
-            _event_struct(
-                group=x("rebalance_started", 1),
-                event="rebalance_started",
-                state=x("rebalance_started", 2),
-                generation=x("rebalance_started", 3),
-                reason=x("rebalance_started", 4),
+    event, cause, reason, instance_id = x("event"), x("cause"), x("reason"), x("instance_id")
+    return F.when(
+        fields.isNotNull(),
+        _event_struct(
+            group=x("group"),
+            event=event,
+            generation=x("generation"),
+            members=x("members"),
+            member=x("member"),
+            # Kafka 2.x writes "None" for a dynamic member's instance id when it leaves
+            instance_id=F.when(
+                ~((event == "member_removed") & (instance_id == "None")), instance_id
             ),
+            cause=F.when(
+                (cause == "left") & F.coalesce(reason, F.lit("")).rlike(POLL_TIMEOUT_REASON),
+                "poll_timeout",
+            ).otherwise(cause),
+            reason=reason,
+            state=x("state"),
         ),
-        (
-            "rebalance_completed",
-            _event_struct(
-                group=x("rebalance_completed", 1),
-                event="rebalance_completed",
-                generation=x("rebalance_completed", 2),
-                members=x("rebalance_completed", 3),
-            ),
-        ),
-        (
-            "assignment_received",
-            _event_struct(
-                member=x("assignment_received", 1),
-                group=x("assignment_received", 2),
-                event="assignment_received",
-                generation=x("assignment_received", 3),
-                members=x("assignment_received", 4),
-            ),
-        ),
-        (
-            "expired",
-            _event_struct(
-                member=x("expired", 1),
-                group=x("expired", 2),
-                event="member_removed",
-                cause=F.lit("session_timeout"),
-                reason=F.lit("heartbeat expiration"),
-            ),
-        ),
-        (
-            "left_4",
-            _event_struct(
-                group=x("left_4", 1),
-                member=x("left_4", 2),
-                event="member_removed",
-                cause=poll_or_left(x("left_4", 3)),
-                reason=x("left_4", 3),
-            ),
-        ),
-        (
-            "left_3",
-            _event_struct(
-                member=F.coalesce(x("left_3", 1), x("left_3", 2)),
-                group=x("left_3", 3),
-                event="member_removed",
-                cause=poll_or_left(x("left_3", 4)),
-                reason=x("left_3", 4),
-            ),
-        ),
-        (
-            "left_2",
-            _event_struct(
-                instance_id=F.when(x("left_2", 1) != "None", x("left_2", 1)),
-                member=x("left_2", 2),
-                group=x("left_2", 3),
-                event="member_removed",
-                cause=F.lit("left"),
-            ),
-        ),
-        (
-            "member_joined",
-            _event_struct(
-                group=x("member_joined", 1),
-                state=x("member_joined", 2),
-                member=x("member_joined", 3),
-                event="member_joined",
-            ),
-        ),
-        (
-            "static_member_replaced",
-            _event_struct(
-                instance_id=x("static_member_replaced", 1),
-                group=x("static_member_replaced", 2),
-                state=x("static_member_replaced", 3),
-                member=x("static_member_replaced", 4),
-                reason=F.lit("static member rejoined with a new member id"),
-                event="static_member_replaced",
-            ),
-        ),
-        (
-            "group_empty",
-            _event_struct(
-                group=x("group_empty", 1),
-                generation=x("group_empty", 2),
-                members=F.lit(0),
-                state=F.lit("Empty"),
-                event="group_empty",
-            ),
-        ),
-    ]
-    sizes = {kind: groups for kind, _, groups in _KINDS}
-
-    def matched(kind: str) -> Column:
-        return F.coalesce(F.size(F.col(f"g_{kind}")) == sizes[kind], F.lit(False))
-
-    expr = F.when(matched(rules[0][0]), rules[0][1])
-    for kind, value in rules[1:]:
-        expr = expr.when(matched(kind), value)
-    return expr
+    )
 
 
 def _json_fields(line: Column, is_json: Column) -> Column:
     """The event-log fields of a JSON line (``get_json_object`` per field, evaluated on
     JSON lines only: unlike ``from_json`` it compiles to Java, so the other lines pay
-    nothing); null fields on lines that are no JSON object."""
+    nothing); null (no struct at all) on lines that are no JSON object."""
     from pyspark.sql import functions as F
 
     fields = [field.strip().split(" ") for field in EVENT_LOG_SCHEMA.split(",")]
-    return F.struct(
-        *[
-            F.when(is_json, F.get_json_object(line, f"$.{name.strip('`')}"))
-            .cast(sql_type.lower())
-            .alias(name.strip("`"))
-            for name, sql_type in fields
-        ]
+    return F.when(
+        is_json,
+        F.struct(
+            *[
+                # try_cast: a corrupt value ("time_ms": "soon") is null, not a failed job
+                F.get_json_object(line, f"$.{name.strip('`')}")
+                .try_cast(sql_type.lower())
+                .alias(name.strip("`"))
+                for name, sql_type in fields
+            ]
+        ),
     )
 
 

@@ -4,6 +4,13 @@ The master is, in order: the ``master`` argument (``--master``), the ``SPARK_MAS
 environment variable, else ``local[*]`` (every core of this machine). Sessions are quiet
 (Spark's own log at WARN) and keep shuffles small, since the jobs' data is modest and
 their cost is in the Python tasks.
+
+Local sessions start their JVMs with ``-XX:-DontCompileHugeMethods`` (:data:`LOCAL_JVM_OPTIONS`):
+HotSpot leaves a method of more than 8,000 bytes of bytecode to its interpreter, and the
+method Spark generates for the per-line parse of ``groupcoord analyze`` is larger (about
+11,500 bytes), so without the flag every log line runs interpreted (2x the CPU time, see
+benches/results/analyze.md). On a cluster the executors are started by the cluster manager:
+pass ``--conf spark.executor.extraJavaOptions=-XX:-DontCompileHugeMethods`` there.
 """
 
 from __future__ import annotations
@@ -17,9 +24,22 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "PipelineError", "master_url", "spark_session"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "LOCAL_JVM_OPTIONS",
+    "PipelineError",
+    "jvm_config",
+    "master_url",
+    "spark_session",
+]
 
 DEFAULT_MASTER: Final = "local[*]"
+
+#: JVM options of the driver (and of local-cluster executors) in local mode: compile the
+#: generated methods above HotSpot's 8,000-byte limit too (see the module's docstring)
+LOCAL_JVM_OPTIONS: Final = "-XX:-DontCompileHugeMethods"
+
+_JAVA_OPTIONS_KEYS: Final = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 
 class PipelineError(RuntimeError):
@@ -29,6 +49,21 @@ class PipelineError(RuntimeError):
 def master_url(master: str | None = None) -> str:
     """The Spark master a job uses: ``master``, else ``$SPARK_MASTER``, else ``local[*]``."""
     return master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+
+
+def jvm_config(url: str, config: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``config`` with :data:`LOCAL_JVM_OPTIONS` added to the driver's and the executors'
+    ``extraJavaOptions`` when ``url`` is a local master (``local``, ``local[N]``,
+    ``local-cluster[...]``), after any options ``config`` already gives; unchanged
+    otherwise."""
+    merged = dict(config or {})
+    if not url.startswith("local"):
+        return merged
+    for key in _JAVA_OPTIONS_KEYS:
+        given = merged.get(key, "")
+        if LOCAL_JVM_OPTIONS not in given.split():
+            merged[key] = f"{given} {LOCAL_JVM_OPTIONS}".strip()
+    return merged
 
 
 def spark_session(
@@ -41,7 +76,8 @@ def spark_session(
     """A SparkSession for ``app_name`` (created, or the active one if it has the same master).
 
     ``config``: more Spark settings for a new session (``{"spark.ui.showConsoleProgress":
-    "false"}``).
+    "false"}``). JVM options take effect only when this call starts the JVM (the first
+    session of a Python process); a local master adds :data:`LOCAL_JVM_OPTIONS` to them.
 
     Raises :class:`PipelineError` when PySpark is not installed or Java cannot be found.
     """
@@ -72,7 +108,7 @@ def spark_session(
     )
     if parallelism is not None:
         builder = builder.config("spark.default.parallelism", str(parallelism))
-    for key, value in (config or {}).items():
+    for key, value in jvm_config(url, config).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
