@@ -90,7 +90,13 @@ from groupcoord.member.handles import (
     MemberClosedError,
 )
 from groupcoord.member.listener import CallbackKind, ListenerCall
-from groupcoord.member.states import HEARTBEAT_STATES, MemberState, check_transition
+from groupcoord.member.states import (
+    HEARTBEAT_STATES,
+    JoinPhase,
+    MemberState,
+    check_phase_transition,
+    check_transition,
+)
 from groupcoord.protocol import (
     decode_assignment,
     decode_subscription,
@@ -132,6 +138,14 @@ _FATAL_ERRORS: tuple[type[KafkaError], ...] = (
 )
 
 _SUBSCRIPTION_VERSION = 3
+
+# the phases by name, for identity tests on hot paths
+_IDLE, _WANTED, _STARTED, _SENT = (
+    JoinPhase.IDLE,
+    JoinPhase.WANTED,
+    JoinPhase.STARTED,
+    JoinPhase.SENT,
+)
 
 # KIP-800 reasons (free text that the coordinator logs).
 _REASON_FIRST = "joining the group for the first time"
@@ -190,11 +204,9 @@ class _Timers:
 @dataclass(slots=True)
 class _Flags:
     coordinator_known: bool = False
-    #: a (re)join has been asked for (by an error, the coordinator, a revocation, metadata)
-    rejoin_needed: bool = True
+    #: where the (re)join sequence is (states.JoinPhase); changed only by _set_phase
+    phase: JoinPhase = JoinPhase.WANTED
     rejoin_reason: str = _REASON_FIRST
-    #: a join sequence is running: JoinGroup goes out as soon as the gates allow
-    joining: bool = False
     #: listener calls that must reach the application before the next JoinGroup/LeaveGroup
     awaiting_delivery: bool = False
     #: the runner took callbacks with ``hold=True`` and has not called callbacks_done yet
@@ -205,6 +217,12 @@ class _Flags:
     #: the generation was reset with partitions lost; cleared by the next successful join
     membership_lost: bool = False
     group_topics: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def joining(self) -> bool:
+        """A join sequence is running: its JoinGroup is due (once the gates allow) or sent."""
+        phase = self.phase
+        return phase is _STARTED or phase is _SENT
 
 
 class MemberMachine:
@@ -271,7 +289,8 @@ class MemberMachine:
 
     @property
     def rejoin_needed(self) -> bool:
-        return self._f.rejoin_needed or self._f.joining
+        """A rejoin is wanted or running."""
+        return self._f.phase is not _IDLE
 
     @property
     def poll_expired(self) -> bool:
@@ -305,11 +324,12 @@ class MemberMachine:
         self._f.poll_expired = False
         if self.state in (MemberState.FATAL, MemberState.CLOSED):
             return
-        if self._f.joining or not (self._f.rejoin_needed or self.state is MemberState.UNJOINED):
+        phase = self._f.phase
+        if phase is _STARTED or phase is _SENT:
             return
-        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+        if phase is _IDLE and self.state is not MemberState.UNJOINED:
             return
-        self._f.joining = True
+        self._set_phase(_STARTED)
         if self.protocol is RebalanceProtocol.EAGER and self.assignment:
             # Eager: give everything up before JoinGroup (Kafka's onJoinPrepare).
             self._queue_callback(CallbackKind.REVOKED, self.assignment, gate=True)
@@ -380,8 +400,7 @@ class MemberMachine:
         return (
             self.state is not MemberState.STABLE
             or not f.coordinator_known
-            or f.joining
-            or f.rejoin_needed
+            or f.phase is not _IDLE
             or f.poll_expired
             or f.awaiting_delivery
             or bool(self._callbacks)
@@ -415,8 +434,8 @@ class MemberMachine:
         self._pending_sync = None
         if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
             # The join phase is lost with the connection; our generation may still be valid.
+            # (the phase stays SENT: these states are entered only with a JoinGroup sent)
             self._set_state(MemberState.UNJOINED)
-            self._f.joining = True
             self._f.rejoin_reason = "coordinator changed during the rebalance"
 
     def coordinator_lookup_failed(self, now_ms: int) -> None:
@@ -516,7 +535,7 @@ class MemberMachine:
         ):
             self._leave = _PendingLeave(self.member_id, "the consumer is being closed")
         self._set_state(MemberState.CLOSED)
-        self._f.joining = False
+        self._stop_join()
         self._forget_group_requests()  # their answers no longer matter
         self._pending_sync = None
         for queued in self._fetches:
@@ -621,8 +640,9 @@ class MemberMachine:
         f = self._f
         if not f.coordinator_known:
             return out
+        phase = f.phase
         if (
-            not f.joining
+            (phase is _IDLE or phase is _WANTED)
             and not self._commits
             and not self._fetches
             and self._leave is None
@@ -664,7 +684,7 @@ class MemberMachine:
                 if t.heartbeat_due_ms < best and not self._heartbeat_in_flight():
                     best = t.heartbeat_due_ms
             if (
-                f.joining
+                (f.phase is _STARTED or f.phase is _SENT)
                 and self._join_sendable_except_time()
                 and (best is None or t.join_retry_ms < best)
             ):
@@ -740,7 +760,7 @@ class MemberMachine:
         self._forget_group_requests()
         self._pending_sync = None
         self._set_state(MemberState.UNJOINED)
-        self._f.joining = False
+        self._stop_join()
         self._request_rejoin("session timed out without a heartbeat answer")
         self.coordinator_lost(now_ms)
 
@@ -753,7 +773,7 @@ class MemberMachine:
         self._forget_group_requests()
         self._pending_sync = None
         self._set_state(MemberState.UNJOINED)
-        self._f.joining = False
+        self._stop_join()
         self._request_rejoin(_REASON_POLL_TIMEOUT)
 
     # ------------------------------------------------------------------ emitters
@@ -849,7 +869,7 @@ class MemberMachine:
             client_id=self.config.client_id,
         )
         self._set_state(MemberState.PREPARING_REBALANCE)
-        self._f.rejoin_needed = False
+        self._set_phase(_SENT)
         self._t.scheduled_rejoin_ms = None
         self._t.rejoin_deadline_ms = None
         out.append(request)
@@ -956,7 +976,6 @@ class MemberMachine:
             self._f.rejoin_reason = f"rebalance failed: {error.name}"
         elif issubclass(error, _COORDINATOR_ERRORS):
             self.coordinator_lost(now_ms)
-            self._f.joining = True
         elif error is RebalanceInProgressError or error.retriable:
             self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
         elif issubclass(error, _FATAL_ERRORS):
@@ -1021,8 +1040,7 @@ class MemberMachine:
                 now_ms,
             )
             return
-        self._set_state(MemberState.UNJOINED)
-        self._f.joining = True
+        self._set_state(MemberState.UNJOINED)  # the phase stays SENT: the sequence goes on
         if error is RebalanceInProgressError:
             self._f.rejoin_reason = "the group rebalanced again during SyncGroup"
         elif issubclass(error, _RESET_ERRORS):
@@ -1030,7 +1048,6 @@ class MemberMachine:
             self._f.rejoin_reason = f"rebalance failed: {error.name}"
         elif issubclass(error, _COORDINATOR_ERRORS):
             self.coordinator_lost(now_ms)
-            self._f.joining = True
         elif issubclass(error, _FATAL_ERRORS):
             self._fail(error(f"SyncGroup failed for group {self.config.group_id!r}"))
         else:
@@ -1044,7 +1061,7 @@ class MemberMachine:
         now_ms: int,
     ) -> None:
         self._set_state(MemberState.STABLE)
-        self._f.joining = False
+        self._stop_join()
         owned = self.assignment
         if self.protocol is RebalanceProtocol.COOPERATIVE:
             revoked = owned - assigned
@@ -1053,7 +1070,7 @@ class MemberMachine:
                 self._queue_callback(CallbackKind.REVOKED, revoked, gate=True)
                 # KIP-429: what we gave up can go to its new owner only in a next round.
                 self._request_rejoin("need to revoke partitions and re-join")
-                self._f.joining = True
+                self._set_phase(_STARTED)  # at once, without waiting for a poll
         else:
             added = assigned
         self.assignment = assigned
@@ -1195,6 +1212,10 @@ class MemberMachine:
         check_transition(self.state, target)
         self.state = target
 
+    def _set_phase(self, target: JoinPhase) -> None:
+        check_phase_transition(self._f.phase, target)
+        self._f.phase = target
+
     def _queue_callback(
         self, kind: CallbackKind, partitions: frozenset[TopicPartition], *, gate: bool
     ) -> None:
@@ -1227,8 +1248,18 @@ class MemberMachine:
         return lost - unseen
 
     def _request_rejoin(self, reason: str) -> None:
-        self._f.rejoin_needed = True
+        """Ask for a rejoin; one already running sends a JoinGroup again (a new round)."""
+        phase = self._f.phase
+        self._set_phase(_STARTED if phase is _STARTED or phase is _SENT else _WANTED)
         self._f.rejoin_reason = reason
+
+    def _stop_join(self) -> None:
+        """Stop a running join sequence (a rejoin not yet sent is still wanted)."""
+        phase = self._f.phase
+        if phase is _STARTED:
+            self._set_phase(_WANTED)
+        elif phase is _SENT:
+            self._set_phase(_IDLE)
 
     def _generation_lost(self) -> bool:
         return self._generation_id == -1 or not self.member_id
@@ -1277,7 +1308,7 @@ class MemberMachine:
             # Whatever we held is no longer ours to process (fenced, or never completed).
             self._queue_callback(CallbackKind.LOST, self.assignment, gate=False)
             self.assignment = frozenset()
-        self._f.joining = False
+        self._stop_join()
         for queued in self._commits:
             queued.handle.fail(error)
         self._commits.clear()
