@@ -60,29 +60,24 @@ from groupcoord.coordinator.messages import (
     with_correlation,
 )
 from groupcoord.errors import (
-    BrokerNotAvailableError,
-    CoordinatorNotAvailableError,
     FencedInstanceIdError,
-    GroupAuthorizationFailedError,
     GroupcoordError,
-    GroupMaxSizeReachedError,
-    IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidAssignorInput,
-    InvalidGroupIdError,
     InvalidPayload,
-    InvalidSessionTimeoutError,
     KafkaError,
-    MemberIdRequiredError,
     NetworkException,
-    NotCoordinatorError,
     RebalanceInProgressError,
-    RequestTimedOutError,
-    UnknownMemberIdError,
     UnsupportedVersionError,
 )
 from groupcoord.member import requests as build
 from groupcoord.member.config import MemberConfig
+from groupcoord.member.error_actions import (
+    ErrorAction,
+    action_for,
+    commit_action,
+    is_coordinator_error,
+)
 from groupcoord.member.handles import (
     CommitFailedError,
     CommitHandle,
@@ -115,27 +110,7 @@ _HEARTBEAT_STATES = tuple(HEARTBEAT_STATES)
 
 log = logging.getLogger("groupcoord.member")
 
-#: The coordinator is gone, moved, or the connection to it failed: find it again.
-_COORDINATOR_ERRORS: tuple[type[KafkaError], ...] = (
-    CoordinatorNotAvailableError,
-    NotCoordinatorError,
-    NetworkException,
-    RequestTimedOutError,
-    BrokerNotAvailableError,
-)
-#: Our membership is no longer valid: reset generation and member id, partitions are lost.
-_RESET_ERRORS: tuple[type[KafkaError], ...] = (UnknownMemberIdError, IllegalGenerationError)
-#: Join/sync errors that retrying cannot fix (Kafka raises them from poll()); other errors
-#: are retried after retry.backoff.ms.
-_FATAL_ERRORS: tuple[type[KafkaError], ...] = (
-    FencedInstanceIdError,
-    GroupAuthorizationFailedError,
-    InvalidSessionTimeoutError,
-    InconsistentGroupProtocolError,
-    GroupMaxSizeReachedError,
-    InvalidGroupIdError,
-    UnsupportedVersionError,
-)
+_A = ErrorAction
 
 _SUBSCRIPTION_VERSION = 3
 
@@ -584,7 +559,7 @@ class MemberMachine:
             return
         if not (isinstance(error, type) and issubclass(error, KafkaError)):
             error = NetworkException  # a socket error or the like: the transport failed
-        if issubclass(error, _COORDINATOR_ERRORS):
+        if is_coordinator_error(error):
             del self._inflight[request.correlation]
             self._requeue(entry)
             self.coordinator_lost(now_ms)
@@ -621,8 +596,9 @@ class MemberMachine:
                 self._t.last_clean_ms = max(self._t.last_clean_ms, entry.sent_ms)
             self._on_heartbeat(request, response, now_ms)
         elif isinstance(response, LeaveGroupResponse):
-            if response.error is not None:
-                log.info("LeaveGroup answered %s (ignored, as Kafka does)", response.error.name)
+            error = response.error
+            if error is not None and action_for(LeaveGroupRequest, error) is _A.IGNORE:
+                log.info("LeaveGroup answered %s (ignored, as Kafka does)", error.name)
         elif isinstance(response, OffsetCommitResponse) and entry.commit is not None:
             assert isinstance(request, OffsetCommitRequest)
             self._on_commit(request, entry.commit, response, now_ms)
@@ -967,21 +943,22 @@ class MemberMachine:
             self._pending_sync = request
             return
         self._set_state(MemberState.UNJOINED)
-        if error is MemberIdRequiredError:
+        action = action_for(JoinGroupRequest, error)
+        if action is _A.ADOPT_MEMBER_ID:
             # KIP-394: the coordinator gave us an id; join again with it, at once.
             self.member_id = response.member_id
             self._f.rejoin_reason = f"need to re-join with the given member id {self.member_id}"
-        elif issubclass(error, _RESET_ERRORS):
+        elif action is _A.RESET_MEMBER:
             self._reset_generation(lost=True)
             self._f.rejoin_reason = f"rebalance failed: {error.name}"
-        elif issubclass(error, _COORDINATOR_ERRORS):
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
-        elif error is RebalanceInProgressError or error.retriable:
-            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
-        elif issubclass(error, _FATAL_ERRORS):
+        elif action is _A.FATAL:
             self._fail(error(f"JoinGroup failed for group {self.config.group_id!r}"))
         else:
-            log.warning("JoinGroup failed with %s; retrying after backoff", error.name)
+            assert action is _A.RETRY, action
+            if not (error is RebalanceInProgressError or error.retriable):
+                log.warning("JoinGroup failed with %s; retrying after backoff", error.name)
             self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
 
     def _assign_as_leader(
@@ -1041,16 +1018,18 @@ class MemberMachine:
             )
             return
         self._set_state(MemberState.UNJOINED)  # the phase stays SENT: the sequence goes on
-        if error is RebalanceInProgressError:
+        action = action_for(SyncGroupRequest, error)
+        if action is _A.REJOIN:
             self._f.rejoin_reason = "the group rebalanced again during SyncGroup"
-        elif issubclass(error, _RESET_ERRORS):
+        elif action is _A.RESET_MEMBER:
             self._reset_generation(lost=True)
             self._f.rejoin_reason = f"rebalance failed: {error.name}"
-        elif issubclass(error, _COORDINATOR_ERRORS):
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
-        elif issubclass(error, _FATAL_ERRORS):
+        elif action is _A.FATAL:
             self._fail(error(f"SyncGroup failed for group {self.config.group_id!r}"))
         else:
+            assert action is _A.RETRY, action
             log.warning("SyncGroup failed with %s; rejoining after backoff", error.name)
             self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
 
@@ -1098,7 +1077,8 @@ class MemberMachine:
         current = (
             request.generation_id == self._generation_id and request.member_id == self.member_id
         )
-        if error is RebalanceInProgressError:
+        action = action_for(HeartbeatRequest, error)
+        if action is _A.REJOIN:
             if self.state is MemberState.STABLE:
                 self._request_rejoin("group is already rebalancing")
                 if self._t.rejoin_deadline_ms is None:
@@ -1110,18 +1090,19 @@ class MemberMachine:
                         + self.config.rebalance_timeout_ms
                         - self.config.heartbeat_interval_ms
                     )
-        elif issubclass(error, _RESET_ERRORS):
+        elif action is _A.RESET_MEMBER:
             # Stale answers (sent before a rejoin changed our generation) are ignored.
             if current and self.state is MemberState.STABLE:
                 self._reset_generation(lost=True)
                 self._set_state(MemberState.UNJOINED)
                 self._request_rejoin(f"heartbeat failed: {error.name}")
-        elif error is FencedInstanceIdError:
+        elif action is _A.FATAL:
             if current:
                 self._fail(error(f"group.instance.id {self.config.group_instance_id!r} fenced"))
-        elif issubclass(error, _COORDINATOR_ERRORS):
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
         else:
+            assert action is _A.RETRY, action
             log.warning("heartbeat failed with %s; retrying", error.name)
             self._t.heartbeat_due_ms = now_ms + self.config.retry_backoff_ms
 
@@ -1141,21 +1122,22 @@ class MemberMachine:
             handle.succeed()
             return
         kinds = set(errors.values())
-        if FencedInstanceIdError in kinds:
+        action = commit_action(kinds)
+        if action is _A.FATAL:
             fenced = FencedInstanceIdError(
                 f"group.instance.id {self.config.group_instance_id!r} fenced (offset commit)"
             )
             handle.fail(fenced, errors)
             self._fail(fenced)
-        elif RebalanceInProgressError in kinds:
+        elif action is _A.REJOIN:
             # Goes out again once a rebalance has completed (a newer generation is stable).
             self._commits.append(_QueuedCommit(handle, min_generation=request.generation_id + 1))
             if self.state is MemberState.STABLE:
                 self._request_rejoin("offset commit found the group rebalancing")
-        elif any(issubclass(k, _COORDINATOR_ERRORS) for k in kinds):
+        elif action is _A.REDISCOVER:
             self._commits.append(_QueuedCommit(handle))
             self.coordinator_lost(now_ms)
-        elif any(issubclass(k, _RESET_ERRORS) for k in kinds):
+        elif action is _A.RESET_MEMBER:
             if (
                 request.generation_id == self._generation_id
                 and request.member_id == self.member_id
@@ -1164,16 +1146,17 @@ class MemberMachine:
                 self._reset_generation(lost=True)
                 self._set_state(MemberState.UNJOINED)
                 self._request_rejoin("offset commit found our membership gone")
-            first = next(k for k in kinds if issubclass(k, _RESET_ERRORS))
+            first = next(k for k in kinds if action_for(OffsetCommitRequest, k) is _A.RESET_MEMBER)
             handle.fail(
                 CommitFailedError(
                     f"the group rebalanced and gave the partitions away ({first.name})"
                 ),
                 errors,
             )
-        elif all(k.retriable for k in kinds):
+        elif action is _A.RETRY:
             self._commits.append(_QueuedCommit(handle, now_ms + self.config.retry_backoff_ms))
         else:
+            assert action is _A.FAIL, action
             first_error = min(kinds, key=lambda k: k.code)
             handle.fail(first_error(f"offset commit refused for {len(errors)} partitions"), errors)
 
@@ -1195,12 +1178,14 @@ class MemberMachine:
             if error is None:
                 handle.succeed(offsets)
                 return
-        if issubclass(error, _COORDINATOR_ERRORS):
+        action = action_for(OffsetFetchRequest, error)
+        if action is _A.REDISCOVER:
             self._fetches.append(_QueuedFetch(handle))
             self.coordinator_lost(now_ms)
-        elif error.retriable:
+        elif action is _A.RETRY:
             self._fetches.append(_QueuedFetch(handle, now_ms + self.config.retry_backoff_ms))
         else:
+            assert action is _A.FAIL, action
             handle.fail(error("OffsetFetch failed"))
 
     # ------------------------------------------------------------------ helpers
