@@ -85,6 +85,17 @@ from groupcoord.member.handles import (
     MemberClosedError,
 )
 from groupcoord.member.listener import CallbackKind, ListenerCall
+from groupcoord.member.offsets import (
+    QueuedCommit,
+    QueuedFetch,
+    checked_offsets,
+    commit_errors,
+    fail_commits,
+    fetched_offsets,
+    settle_commit,
+    split_due_commits,
+    split_due_fetches,
+)
 from groupcoord.member.states import (
     HEARTBEAT_STATES,
     JoinPhase,
@@ -134,20 +145,6 @@ _REASON_POLL_TIMEOUT = (
 class _PendingLeave:
     member_id: str
     reason: str
-
-
-@dataclass(slots=True)
-class _QueuedCommit:
-    handle: CommitHandle
-    not_before_ms: int = 0
-    #: answered REBALANCE_IN_PROGRESS: wait for a generation newer than the one it carried
-    min_generation: int = -1
-
-
-@dataclass(slots=True)
-class _QueuedFetch:
-    handle: FetchHandle
-    not_before_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -230,8 +227,8 @@ class MemberMachine:
         self._assignment_snapshot: dict[str, int | None] = {}
         self._last_assigned: tuple[TopicPartition, ...] | None = None
         self._callbacks: list[ListenerCall] = []
-        self._commits: list[_QueuedCommit] = []
-        self._fetches: list[_QueuedFetch] = []
+        self._commits: list[QueuedCommit] = []
+        self._fetches: list[QueuedFetch] = []
         self._leave: _PendingLeave | None = None
         self._pending_sync: SyncGroupRequest | None = None
         self._inflight: dict[object, _InFlight] = {}
@@ -453,15 +450,7 @@ class MemberMachine:
         once the group is stable again (so does one answered REBALANCE_IN_PROGRESS). Raises
         ``TypeError``/``ValueError`` for malformed offsets.
         """
-        clean: dict[TopicPartition, int] = {}
-        for tp, offset in offsets.items():
-            if not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str):
-                raise TypeError(f"commit keys must be TopicPartition, got {tp!r}")
-            if isinstance(offset, bool) or not isinstance(offset, int):
-                raise TypeError(f"offset of {tp} must be an int, got {type(offset).__name__}")
-            if not 0 <= offset < 2**63:
-                raise ValueError(f"invalid offset {offset} for {tp}: must be >= 0")
-            clean[TopicPartition(tp[0], tp[1])] = offset
+        clean = checked_offsets(offsets)
         handle = CommitHandle(clean)
         if not clean:
             handle.succeed()
@@ -475,7 +464,7 @@ class MemberMachine:
                 )
             )
         else:
-            self._commits.append(_QueuedCommit(handle))
+            self._commits.append(QueuedCommit(handle))
         return handle
 
     def fetch_committed(self, partitions: Iterable[TopicPartition], now_ms: int) -> FetchHandle:
@@ -489,7 +478,7 @@ class MemberMachine:
         elif self.state is MemberState.CLOSED:
             handle.fail(MemberClosedError("member is closed"))
         else:
-            self._fetches.append(_QueuedFetch(handle))
+            self._fetches.append(QueuedFetch(handle))
         return handle
 
     def close(self, now_ms: int) -> None:
@@ -757,11 +746,8 @@ class MemberMachine:
     def _emit_commits(self, now_ms: int, out: list[AnyRequest]) -> None:
         if not self._commits or not self._commit_sendable():
             return
-        keep: list[_QueuedCommit] = []
-        for queued in self._commits:
-            if queued.not_before_ms > now_ms or self._generation_id < queued.min_generation:
-                keep.append(queued)
-                continue
+        due, self._commits = split_due_commits(self._commits, now_ms, self._generation_id)
+        for queued in due:
             correlation = next(self._correlations)
             request = build.commit_request(
                 version=self._version(OffsetCommitRequest),
@@ -774,16 +760,12 @@ class MemberMachine:
             )
             self._inflight[correlation] = _InFlight(request, commit=queued.handle)
             out.append(request)
-        self._commits = keep
 
     def _emit_fetches(self, now_ms: int, out: list[AnyRequest]) -> None:
         if not self._fetches:
             return
-        keep: list[_QueuedFetch] = []
-        for queued in self._fetches:
-            if queued.not_before_ms > now_ms:
-                keep.append(queued)
-                continue
+        due, self._fetches = split_due_fetches(self._fetches, now_ms)
+        for queued in due:
             correlation = next(self._correlations)
             request = build.fetch_request(
                 version=self._version(OffsetFetchRequest),
@@ -793,7 +775,6 @@ class MemberMachine:
             )
             self._inflight[correlation] = _InFlight(request, fetch=queued.handle)
             out.append(request)
-        self._fetches = keep
 
     def _emit_leave(self, out: list[AnyRequest]) -> None:
         if self._leave is None or self._f.awaiting_delivery:
@@ -802,9 +783,10 @@ class MemberMachine:
             return  # they go out first
         if any(e.commit is not None for e in self._inflight.values()):
             return  # let the last commits land before the member id goes away
-        for queued in self._commits:  # waiting for a rebalance that leaving rules out
-            queued.handle.fail(MemberClosedError("the member left before the commit could go"))
-        self._commits.clear()
+        # (those left wait for a rebalance that leaving rules out)
+        fail_commits(
+            self._commits, lambda: MemberClosedError("the member left before the commit could go")
+        )
         leave, self._leave = self._leave, None
         self._f.leave_sent = True
         out.append(
@@ -1113,77 +1095,53 @@ class MemberMachine:
         response: OffsetCommitResponse,
         now_ms: int,
     ) -> None:
-        errors: dict[TopicPartition, type[KafkaError]] = {}
-        for topic in response.topics:
-            for p in topic.partitions:
-                if p.error is not None:
-                    errors[TopicPartition(topic.name, p.partition_index)] = p.error
+        errors = commit_errors(response)
         if not errors:
             handle.succeed()
             return
-        kinds = set(errors.values())
-        action = commit_action(kinds)
+        action = commit_action(errors.values())
         if action is _A.FATAL:
             fenced = FencedInstanceIdError(
                 f"group.instance.id {self.config.group_instance_id!r} fenced (offset commit)"
             )
             handle.fail(fenced, errors)
             self._fail(fenced)
-        elif action is _A.REJOIN:
-            # Goes out again once a rebalance has completed (a newer generation is stable).
-            self._commits.append(_QueuedCommit(handle, min_generation=request.generation_id + 1))
+            return
+        again = settle_commit(
+            handle,
+            errors,
+            action,
+            generation_id=request.generation_id,
+            now_ms=now_ms,
+            retry_backoff_ms=self.config.retry_backoff_ms,
+        )
+        if again is not None:
+            self._commits.append(again)  # before coordinator_lost re-queues what is in flight
+        if action is _A.REJOIN:
             if self.state is MemberState.STABLE:
                 self._request_rejoin("offset commit found the group rebalancing")
         elif action is _A.REDISCOVER:
-            self._commits.append(_QueuedCommit(handle))
             self.coordinator_lost(now_ms)
-        elif action is _A.RESET_MEMBER:
-            if (
-                request.generation_id == self._generation_id
-                and request.member_id == self.member_id
-                and self.state is MemberState.STABLE
-            ):
-                self._reset_generation(lost=True)
-                self._set_state(MemberState.UNJOINED)
-                self._request_rejoin("offset commit found our membership gone")
-            first = next(k for k in kinds if action_for(OffsetCommitRequest, k) is _A.RESET_MEMBER)
-            handle.fail(
-                CommitFailedError(
-                    f"the group rebalanced and gave the partitions away ({first.name})"
-                ),
-                errors,
-            )
-        elif action is _A.RETRY:
-            self._commits.append(_QueuedCommit(handle, now_ms + self.config.retry_backoff_ms))
-        else:
-            assert action is _A.FAIL, action
-            first_error = min(kinds, key=lambda k: k.code)
-            handle.fail(first_error(f"offset commit refused for {len(errors)} partitions"), errors)
+        elif action is _A.RESET_MEMBER and (
+            request.generation_id == self._generation_id
+            and request.member_id == self.member_id
+            and self.state is MemberState.STABLE
+        ):
+            self._reset_generation(lost=True)
+            self._set_state(MemberState.UNJOINED)
+            self._request_rejoin("offset commit found our membership gone")
 
     def _on_fetch(self, handle: FetchHandle, response: OffsetFetchResponse, now_ms: int) -> None:
-        error = response.error
-        topics = response.topics
-        if response.groups:
-            group = response.groups[0]
-            error = error or group.error
-            topics = group.topics
+        offsets, error = fetched_offsets(response)
         if error is None:
-            offsets: dict[TopicPartition, int] = {}
-            for topic in topics:
-                for p in topic.partitions:
-                    if p.error is not None:
-                        error = p.error
-                    elif p.committed_offset >= 0:
-                        offsets[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
-            if error is None:
-                handle.succeed(offsets)
-                return
+            handle.succeed(offsets)
+            return
         action = action_for(OffsetFetchRequest, error)
         if action is _A.REDISCOVER:
-            self._fetches.append(_QueuedFetch(handle))
+            self._fetches.append(QueuedFetch(handle))
             self.coordinator_lost(now_ms)
         elif action is _A.RETRY:
-            self._fetches.append(_QueuedFetch(handle, now_ms + self.config.retry_backoff_ms))
+            self._fetches.append(QueuedFetch(handle, now_ms + self.config.retry_backoff_ms))
         else:
             assert action is _A.FAIL, action
             handle.fail(error("OffsetFetch failed"))
@@ -1261,11 +1219,12 @@ class MemberMachine:
         self._f.membership_lost = True
         # Commits not sent yet would go out with a later generation, for partitions that
         # may be someone else's by then: fail them (Kafka's CommitFailedException).
-        for queued in self._commits:
-            queued.handle.fail(
-                CommitFailedError("the member fell out of the group before the commit was sent")
-            )
-        self._commits.clear()
+        fail_commits(
+            self._commits,
+            lambda: CommitFailedError(
+                "the member fell out of the group before the commit was sent"
+            ),
+        )
         # A revocation the application has not heard of yet comes too late to be orderly
         # (it could no longer commit): those partitions are lost like the rest.
         pending_revoked = frozenset(
@@ -1294,9 +1253,7 @@ class MemberMachine:
             self._queue_callback(CallbackKind.LOST, self.assignment, gate=False)
             self.assignment = frozenset()
         self._stop_join()
-        for queued in self._commits:
-            queued.handle.fail(error)
-        self._commits.clear()
+        fail_commits(self._commits, lambda: error)  # one error: the member's
 
     def _heartbeat_in_flight(self) -> bool:
         for entry in self._inflight.values():  # noqa: SIM110 (a loop: no generator per call)
@@ -1322,6 +1279,6 @@ class MemberMachine:
 
     def _requeue(self, entry: _InFlight) -> None:
         if entry.commit is not None:
-            self._commits.append(_QueuedCommit(entry.commit))
+            self._commits.append(QueuedCommit(entry.commit))
         elif entry.fetch is not None:
-            self._fetches.append(_QueuedFetch(entry.fetch))
+            self._fetches.append(QueuedFetch(entry.fetch))
