@@ -708,11 +708,7 @@ class MemberMachine:
             "group %s: did not rejoin the pending rebalance in time; partitions lost",
             self.config.group_id,
         )
-        self._reset_generation(lost=True)
-        self._forget_group_requests()
-        self._pending_sync = None
-        self._set_state(MemberState.UNJOINED)
-        self._request_rejoin("did not rejoin within the rebalance timeout")
+        self._timed_out("did not rejoin within the rebalance timeout", stop_join=False)
 
     def _on_session_timeout(self, now_ms: int) -> None:
         # No heartbeat answer for a whole session: the coordinator has expired us by now, so
@@ -721,12 +717,7 @@ class MemberMachine:
         log.warning(
             "group %s: no heartbeat answer within the session timeout", self.config.group_id
         )
-        self._reset_generation(lost=True)
-        self._forget_group_requests()
-        self._pending_sync = None
-        self._set_state(MemberState.UNJOINED)
-        self._stop_join()
-        self._request_rejoin("session timed out without a heartbeat answer")
+        self._timed_out("session timed out without a heartbeat answer", stop_join=True)
         self.coordinator_lost(now_ms)
 
     def _on_poll_timeout(self, now_ms: int) -> None:
@@ -734,12 +725,21 @@ class MemberMachine:
         self._f.poll_expired = True
         if not self.config.is_static and self.member_id and self._f.coordinator_known:
             self._leave = _PendingLeave(self.member_id, _REASON_POLL_TIMEOUT)
+        self._timed_out(_REASON_POLL_TIMEOUT, stop_join=True)
+
+    def _timed_out(self, reason: str, *, stop_join: bool) -> None:
+        """A timeout took the member out of the group: generation and member id forgotten,
+        partitions lost, the answers of its group requests no longer wanted; a rejoin is.
+        ``stop_join``: a join sequence that poll() started stops (the next poll() starts
+        another); the rebalance timeout leaves it running, so that a JoinGroup held back
+        only by its gates still goes out once they open."""
         self._reset_generation(lost=True)
         self._forget_group_requests()
         self._pending_sync = None
         self._set_state(MemberState.UNJOINED)
-        self._stop_join()
-        self._request_rejoin(_REASON_POLL_TIMEOUT)
+        if stop_join:
+            self._stop_join()
+        self._request_rejoin(reason)
 
     # ------------------------------------------------------------------ emitters
 
