@@ -30,6 +30,10 @@ Behaviour, as the Java consumer's (KIP-62, KIP-345, KIP-394, KIP-429, KIP-800):
 - The coordinator moved or went away: :meth:`coordinator_lost`; in-flight requests are
   forgotten and re-sent once :meth:`coordinator_found` is called (after
   :meth:`coordinator_lookup_due` allows a lookup, retry.backoff.ms later).
+
+Beside it: the state and join-phase tables (:mod:`~groupcoord.member.states`), what each
+Kafka error answer means per API (:mod:`~groupcoord.member.error_actions`), and the offset
+commit/fetch queues and their answers (:mod:`~groupcoord.member.offsets`).
 """
 
 from __future__ import annotations
