@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant
+from member_harness import Cluster, member_config
 from test_member_stateful import MemberChurn
 
 from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
-from groupcoord.member import MemberState
+from groupcoord.member import MemberMachine, MemberState
 from groupcoord.member.states import (
     JOINING_PHASES,
     PHASE_TRANSITIONS,
@@ -76,7 +77,7 @@ class PhaseChurn(MemberChurn):
             return
         for m in self.cluster.members.values():
             machine = m.machine
-            phase, state = machine._f.phase, machine.state
+            phase, state = machine.join_phase, machine.state
             assert machine.rejoin_needed == (phase is not JoinPhase.IDLE)
             if state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
                 assert phase is JoinPhase.SENT, (m.name, state, phase)
@@ -106,3 +107,26 @@ TestCooperativePhases = CooperativePhaseChurn.TestCase
 TestCooperativePhases.settings = _SETTINGS
 TestEagerPhases = EagerPhaseChurn.TestCase
 TestEagerPhases.settings = _SETTINGS
+
+
+def test_a_first_join_goes_wanted_started_sent_idle() -> None:
+    cluster = Cluster({"t": 2})
+    machine = MemberMachine(member_config(["t"], [CooperativeStickyAssignor()]))
+    seen = [machine.join_phase]  # the first join is wanted from the start
+    machine.coordinator_found(0)
+    assert machine.next_requests(0) == []  # only poll() starts it
+    machine.poll(0)
+    seen.append(machine.join_phase)
+    (join,) = machine.next_requests(0)
+    seen.append(machine.join_phase)
+    requests = [join]
+    for now in range(1, 50):  # one member, no initial delay: a few round trips
+        responses = [r for request in requests for r in cluster.shell.handle(request, now)]
+        for response in responses + cluster.shell.tick(now):
+            machine.receive(response, now)  # type: ignore[arg-type]  # (answers to ours)
+        if machine.state is MemberState.STABLE:
+            break
+        requests = machine.next_requests(now)
+    assert machine.state is MemberState.STABLE and not machine.rejoin_needed
+    seen.append(machine.join_phase)
+    assert seen == [JoinPhase.WANTED, JoinPhase.STARTED, JoinPhase.SENT, JoinPhase.IDLE]

@@ -264,6 +264,11 @@ class MemberMachine:
         return self._f.is_leader
 
     @property
+    def join_phase(self) -> JoinPhase:
+        """Where the member is in a (re)join sequence (see :class:`~.states.JoinPhase`)."""
+        return self._f.phase
+
+    @property
     def rejoin_needed(self) -> bool:
         """A rejoin is wanted or running."""
         return self._f.phase is not _IDLE
