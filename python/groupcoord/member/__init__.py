@@ -14,7 +14,12 @@ from groupcoord.member.listener import CallbackKind, ListenerCall, RebalanceList
 from groupcoord.member.machine import MemberMachine
 from groupcoord.member.protocol_choice import choose_protocol
 from groupcoord.member.runner import GroupMember
-from groupcoord.member.states import IllegalMemberTransition, MemberState
+from groupcoord.member.states import (
+    IllegalMemberTransition,
+    IllegalPhaseTransition,
+    JoinPhase,
+    MemberState,
+)
 
 __all__ = [
     "CallbackKind",
@@ -23,6 +28,8 @@ __all__ = [
     "FetchHandle",
     "GroupMember",
     "IllegalMemberTransition",
+    "IllegalPhaseTransition",
+    "JoinPhase",
     "ListenerCall",
     "MemberClosedError",
     "MemberConfig",

@@ -30,6 +30,10 @@ Behaviour, as the Java consumer's (KIP-62, KIP-345, KIP-394, KIP-429, KIP-800):
 - The coordinator moved or went away: :meth:`coordinator_lost`; in-flight requests are
   forgotten and re-sent once :meth:`coordinator_found` is called (after
   :meth:`coordinator_lookup_due` allows a lookup, retry.backoff.ms later).
+
+Beside it: the state and join-phase tables (:mod:`~groupcoord.member.states`), what each
+Kafka error answer means per API (:mod:`~groupcoord.member.error_actions`), and the offset
+commit/fetch queues and their answers (:mod:`~groupcoord.member.offsets`).
 """
 
 from __future__ import annotations
@@ -61,29 +65,24 @@ from groupcoord.coordinator.messages import (
     with_correlation,
 )
 from groupcoord.errors import (
-    BrokerNotAvailableError,
-    CoordinatorNotAvailableError,
     FencedInstanceIdError,
-    GroupAuthorizationFailedError,
     GroupcoordError,
-    GroupMaxSizeReachedError,
-    IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidAssignorInput,
-    InvalidGroupIdError,
     InvalidPayload,
-    InvalidSessionTimeoutError,
     KafkaError,
-    MemberIdRequiredError,
     NetworkException,
-    NotCoordinatorError,
     RebalanceInProgressError,
-    RequestTimedOutError,
-    UnknownMemberIdError,
     UnsupportedVersionError,
 )
 from groupcoord.member import requests as build
 from groupcoord.member.config import MemberConfig
+from groupcoord.member.error_actions import (
+    ErrorAction,
+    action_for,
+    commit_action,
+    is_coordinator_error,
+)
 from groupcoord.member.handles import (
     CommitFailedError,
     CommitHandle,
@@ -91,7 +90,24 @@ from groupcoord.member.handles import (
     MemberClosedError,
 )
 from groupcoord.member.listener import CallbackKind, ListenerCall
-from groupcoord.member.states import HEARTBEAT_STATES, MemberState, check_transition
+from groupcoord.member.offsets import (
+    QueuedCommit,
+    QueuedFetch,
+    checked_offsets,
+    commit_errors,
+    fail_commits,
+    fetched_offsets,
+    settle_commit,
+    split_due_commits,
+    split_due_fetches,
+)
+from groupcoord.member.states import (
+    HEARTBEAT_STATES,
+    JoinPhase,
+    MemberState,
+    check_phase_transition,
+    check_transition,
+)
 from groupcoord.protocol import (
     decode_assignment,
     decode_subscription,
@@ -110,29 +126,17 @@ _HEARTBEAT_STATES = tuple(HEARTBEAT_STATES)
 
 log = logging.getLogger("groupcoord.member")
 
-#: The coordinator is gone, moved, or the connection to it failed: find it again.
-_COORDINATOR_ERRORS: tuple[type[KafkaError], ...] = (
-    CoordinatorNotAvailableError,
-    NotCoordinatorError,
-    NetworkException,
-    RequestTimedOutError,
-    BrokerNotAvailableError,
-)
-#: Our membership is no longer valid: reset generation and member id, partitions are lost.
-_RESET_ERRORS: tuple[type[KafkaError], ...] = (UnknownMemberIdError, IllegalGenerationError)
-#: Join/sync errors that retrying cannot fix (Kafka raises them from poll()); other errors
-#: are retried after retry.backoff.ms.
-_FATAL_ERRORS: tuple[type[KafkaError], ...] = (
-    FencedInstanceIdError,
-    GroupAuthorizationFailedError,
-    InvalidSessionTimeoutError,
-    InconsistentGroupProtocolError,
-    GroupMaxSizeReachedError,
-    InvalidGroupIdError,
-    UnsupportedVersionError,
-)
+_A = ErrorAction
 
 _SUBSCRIPTION_VERSION = 3
+
+# the phases by name, for identity tests on hot paths
+_IDLE, _WANTED, _STARTED, _SENT = (
+    JoinPhase.IDLE,
+    JoinPhase.WANTED,
+    JoinPhase.STARTED,
+    JoinPhase.SENT,
+)
 
 # KIP-800 reasons (free text that the coordinator logs).
 _REASON_FIRST = "joining the group for the first time"
@@ -146,20 +150,6 @@ _REASON_POLL_TIMEOUT = (
 class _PendingLeave:
     member_id: str
     reason: str
-
-
-@dataclass(slots=True)
-class _QueuedCommit:
-    handle: CommitHandle
-    not_before_ms: int = 0
-    #: answered REBALANCE_IN_PROGRESS: wait for a generation newer than the one it carried
-    min_generation: int = -1
-
-
-@dataclass(slots=True)
-class _QueuedFetch:
-    handle: FetchHandle
-    not_before_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -191,11 +181,9 @@ class _Timers:
 @dataclass(slots=True)
 class _Flags:
     coordinator_known: bool = False
-    #: a (re)join has been asked for (by an error, the coordinator, a revocation, metadata)
-    rejoin_needed: bool = True
+    #: where the (re)join sequence is (states.JoinPhase); changed only by _set_phase
+    phase: JoinPhase = JoinPhase.WANTED
     rejoin_reason: str = _REASON_FIRST
-    #: a join sequence is running: JoinGroup goes out as soon as the gates allow
-    joining: bool = False
     #: listener calls that must reach the application before the next JoinGroup/LeaveGroup
     awaiting_delivery: bool = False
     #: the runner took callbacks with ``hold=True`` and has not called callbacks_done yet
@@ -206,6 +194,12 @@ class _Flags:
     #: the generation was reset with partitions lost; cleared by the next successful join
     membership_lost: bool = False
     group_topics: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def joining(self) -> bool:
+        """A join sequence is running: its JoinGroup is due (once the gates allow) or sent."""
+        phase = self.phase
+        return phase is _STARTED or phase is _SENT
 
 
 class MemberMachine:
@@ -238,8 +232,8 @@ class MemberMachine:
         self._assignment_snapshot: dict[str, int | None] = {}
         self._last_assigned: tuple[TopicPartition, ...] | None = None
         self._callbacks: list[ListenerCall] = []
-        self._commits: list[_QueuedCommit] = []
-        self._fetches: list[_QueuedFetch] = []
+        self._commits: list[QueuedCommit] = []
+        self._fetches: list[QueuedFetch] = []
         self._leave: _PendingLeave | None = None
         self._pending_sync: SyncGroupRequest | None = None
         self._inflight: dict[object, _InFlight] = {}
@@ -271,8 +265,14 @@ class MemberMachine:
         return self._f.is_leader
 
     @property
+    def join_phase(self) -> JoinPhase:
+        """Where the member is in a (re)join sequence (see :class:`~.states.JoinPhase`)."""
+        return self._f.phase
+
+    @property
     def rejoin_needed(self) -> bool:
-        return self._f.rejoin_needed or self._f.joining
+        """A rejoin is wanted or running."""
+        return self._f.phase is not _IDLE
 
     @property
     def poll_expired(self) -> bool:
@@ -306,11 +306,12 @@ class MemberMachine:
         self._f.poll_expired = False
         if self.state in (MemberState.FATAL, MemberState.CLOSED):
             return
-        if self._f.joining or not (self._f.rejoin_needed or self.state is MemberState.UNJOINED):
+        phase = self._f.phase
+        if phase is _STARTED or phase is _SENT:
             return
-        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+        if phase is _IDLE and self.state is not MemberState.UNJOINED:
             return
-        self._f.joining = True
+        self._set_phase(_STARTED)
         if self.protocol is RebalanceProtocol.EAGER and self.assignment:
             # Eager: give everything up before JoinGroup (Kafka's onJoinPrepare).
             self._queue_callback(CallbackKind.REVOKED, self.assignment, gate=True)
@@ -381,8 +382,7 @@ class MemberMachine:
         return (
             self.state is not MemberState.STABLE
             or not f.coordinator_known
-            or f.joining
-            or f.rejoin_needed
+            or f.phase is not _IDLE
             or f.poll_expired
             or f.awaiting_delivery
             or bool(self._callbacks)
@@ -416,8 +416,8 @@ class MemberMachine:
         self._pending_sync = None
         if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
             # The join phase is lost with the connection; our generation may still be valid.
+            # (the phase stays SENT: these states are entered only with a JoinGroup sent)
             self._set_state(MemberState.UNJOINED)
-            self._f.joining = True
             self._f.rejoin_reason = "coordinator changed during the rebalance"
 
     def coordinator_lookup_failed(self, now_ms: int) -> None:
@@ -460,15 +460,7 @@ class MemberMachine:
         once the group is stable again (so does one answered REBALANCE_IN_PROGRESS). Raises
         ``TypeError``/``ValueError`` for malformed offsets.
         """
-        clean: dict[TopicPartition, int] = {}
-        for tp, offset in offsets.items():
-            if not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str):
-                raise TypeError(f"commit keys must be TopicPartition, got {tp!r}")
-            if isinstance(offset, bool) or not isinstance(offset, int):
-                raise TypeError(f"offset of {tp} must be an int, got {type(offset).__name__}")
-            if not 0 <= offset < 2**63:
-                raise ValueError(f"invalid offset {offset} for {tp}: must be >= 0")
-            clean[TopicPartition(tp[0], tp[1])] = offset
+        clean = checked_offsets(offsets)
         handle = CommitHandle(clean)
         if not clean:
             handle.succeed()
@@ -482,7 +474,7 @@ class MemberMachine:
                 )
             )
         else:
-            self._commits.append(_QueuedCommit(handle))
+            self._commits.append(QueuedCommit(handle))
         return handle
 
     def fetch_committed(self, partitions: Iterable[TopicPartition], now_ms: int) -> FetchHandle:
@@ -496,7 +488,7 @@ class MemberMachine:
         elif self.state is MemberState.CLOSED:
             handle.fail(MemberClosedError("member is closed"))
         else:
-            self._fetches.append(_QueuedFetch(handle))
+            self._fetches.append(QueuedFetch(handle))
         return handle
 
     def close(self, now_ms: int) -> None:
@@ -517,7 +509,7 @@ class MemberMachine:
         ):
             self._leave = _PendingLeave(self.member_id, "the consumer is being closed")
         self._set_state(MemberState.CLOSED)
-        self._f.joining = False
+        self._stop_join()
         self._forget_group_requests()  # their answers no longer matter
         self._pending_sync = None
         for queued in self._fetches:
@@ -566,7 +558,7 @@ class MemberMachine:
             return
         if not (isinstance(error, type) and issubclass(error, KafkaError)):
             error = NetworkException  # a socket error or the like: the transport failed
-        if issubclass(error, _COORDINATOR_ERRORS):
+        if is_coordinator_error(error):
             del self._inflight[request.correlation]
             self._requeue(entry)
             self.coordinator_lost(now_ms)
@@ -602,8 +594,9 @@ class MemberMachine:
                 self._t.last_clean_ms = max(self._t.last_clean_ms, entry.sent_ms)
             self._on_heartbeat(request, response, now_ms)
         elif isinstance(response, LeaveGroupResponse):
-            if response.error is not None:
-                log.info("LeaveGroup answered %s (ignored, as Kafka does)", response.error.name)
+            error = response.error
+            if error is not None and action_for(LeaveGroupRequest, error) is _A.IGNORE:
+                log.info("LeaveGroup answered %s (ignored, as Kafka does)", error.name)
         elif isinstance(response, OffsetCommitResponse) and entry.commit is not None:
             assert isinstance(request, OffsetCommitRequest)
             self._on_commit(request, entry.commit, response, now_ms)
@@ -621,8 +614,9 @@ class MemberMachine:
         f = self._f
         if not f.coordinator_known:
             return out
+        phase = f.phase
         if (
-            not f.joining
+            (phase is _IDLE or phase is _WANTED)
             and not self._commits
             and not self._fetches
             and self._leave is None
@@ -664,7 +658,7 @@ class MemberMachine:
                 if t.heartbeat_due_ms < best and not self._heartbeat_in_flight():
                     best = t.heartbeat_due_ms
             if (
-                f.joining
+                (f.phase is _STARTED or f.phase is _SENT)
                 and self._join_sendable_except_time()
                 and (best is None or t.join_retry_ms < best)
             ):
@@ -723,11 +717,7 @@ class MemberMachine:
             "group %s: did not rejoin the pending rebalance in time; partitions lost",
             self.config.group_id,
         )
-        self._reset_generation(lost=True)
-        self._forget_group_requests()
-        self._pending_sync = None
-        self._set_state(MemberState.UNJOINED)
-        self._request_rejoin("did not rejoin within the rebalance timeout")
+        self._timed_out("did not rejoin within the rebalance timeout", stop_join=False)
 
     def _on_session_timeout(self, now_ms: int) -> None:
         # No heartbeat answer for a whole session: the coordinator has expired us by now, so
@@ -736,12 +726,7 @@ class MemberMachine:
         log.warning(
             "group %s: no heartbeat answer within the session timeout", self.config.group_id
         )
-        self._reset_generation(lost=True)
-        self._forget_group_requests()
-        self._pending_sync = None
-        self._set_state(MemberState.UNJOINED)
-        self._f.joining = False
-        self._request_rejoin("session timed out without a heartbeat answer")
+        self._timed_out("session timed out without a heartbeat answer", stop_join=True)
         self.coordinator_lost(now_ms)
 
     def _on_poll_timeout(self, now_ms: int) -> None:
@@ -749,23 +734,29 @@ class MemberMachine:
         self._f.poll_expired = True
         if not self.config.is_static and self.member_id and self._f.coordinator_known:
             self._leave = _PendingLeave(self.member_id, _REASON_POLL_TIMEOUT)
+        self._timed_out(_REASON_POLL_TIMEOUT, stop_join=True)
+
+    def _timed_out(self, reason: str, *, stop_join: bool) -> None:
+        """A timeout took the member out of the group: generation and member id forgotten,
+        partitions lost, the answers of its group requests no longer wanted; a rejoin is.
+        ``stop_join``: a join sequence that poll() started stops (the next poll() starts
+        another); the rebalance timeout leaves it running, so that a JoinGroup held back
+        only by its gates still goes out once they open."""
         self._reset_generation(lost=True)
         self._forget_group_requests()
         self._pending_sync = None
         self._set_state(MemberState.UNJOINED)
-        self._f.joining = False
-        self._request_rejoin(_REASON_POLL_TIMEOUT)
+        if stop_join:
+            self._stop_join()
+        self._request_rejoin(reason)
 
     # ------------------------------------------------------------------ emitters
 
     def _emit_commits(self, now_ms: int, out: list[AnyRequest]) -> None:
         if not self._commits or not self._commit_sendable():
             return
-        keep: list[_QueuedCommit] = []
-        for queued in self._commits:
-            if queued.not_before_ms > now_ms or self._generation_id < queued.min_generation:
-                keep.append(queued)
-                continue
+        due, self._commits = split_due_commits(self._commits, now_ms, self._generation_id)
+        for queued in due:
             correlation = next(self._correlations)
             request = build.commit_request(
                 version=self._version(OffsetCommitRequest),
@@ -778,16 +769,12 @@ class MemberMachine:
             )
             self._inflight[correlation] = _InFlight(request, commit=queued.handle)
             out.append(request)
-        self._commits = keep
 
     def _emit_fetches(self, now_ms: int, out: list[AnyRequest]) -> None:
         if not self._fetches:
             return
-        keep: list[_QueuedFetch] = []
-        for queued in self._fetches:
-            if queued.not_before_ms > now_ms:
-                keep.append(queued)
-                continue
+        due, self._fetches = split_due_fetches(self._fetches, now_ms)
+        for queued in due:
             correlation = next(self._correlations)
             request = build.fetch_request(
                 version=self._version(OffsetFetchRequest),
@@ -797,7 +784,6 @@ class MemberMachine:
             )
             self._inflight[correlation] = _InFlight(request, fetch=queued.handle)
             out.append(request)
-        self._fetches = keep
 
     def _emit_leave(self, out: list[AnyRequest]) -> None:
         if self._leave is None or self._f.awaiting_delivery:
@@ -806,9 +792,10 @@ class MemberMachine:
             return  # they go out first
         if any(e.commit is not None for e in self._inflight.values()):
             return  # let the last commits land before the member id goes away
-        for queued in self._commits:  # waiting for a rebalance that leaving rules out
-            queued.handle.fail(MemberClosedError("the member left before the commit could go"))
-        self._commits.clear()
+        # (those left wait for a rebalance that leaving rules out)
+        fail_commits(
+            self._commits, lambda: MemberClosedError("the member left before the commit could go")
+        )
         leave, self._leave = self._leave, None
         self._f.leave_sent = True
         out.append(
@@ -849,7 +836,7 @@ class MemberMachine:
             client_id=self.config.client_id,
         )
         self._set_state(MemberState.PREPARING_REBALANCE)
-        self._f.rejoin_needed = False
+        self._set_phase(_SENT)
         self._t.scheduled_rejoin_ms = None
         self._t.rejoin_deadline_ms = None
         out.append(request)
@@ -947,22 +934,22 @@ class MemberMachine:
             self._pending_sync = request
             return
         self._set_state(MemberState.UNJOINED)
-        if error is MemberIdRequiredError:
+        action = action_for(JoinGroupRequest, error)
+        if action is _A.ADOPT_MEMBER_ID:
             # KIP-394: the coordinator gave us an id; join again with it, at once.
             self.member_id = response.member_id
             self._f.rejoin_reason = f"need to re-join with the given member id {self.member_id}"
-        elif issubclass(error, _RESET_ERRORS):
+        elif action is _A.RESET_MEMBER:
             self._reset_generation(lost=True)
             self._f.rejoin_reason = f"rebalance failed: {error.name}"
-        elif issubclass(error, _COORDINATOR_ERRORS):
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
-            self._f.joining = True
-        elif error is RebalanceInProgressError or error.retriable:
-            self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
-        elif issubclass(error, _FATAL_ERRORS):
+        elif action is _A.FATAL:
             self._fail(error(f"JoinGroup failed for group {self.config.group_id!r}"))
         else:
-            log.warning("JoinGroup failed with %s; retrying after backoff", error.name)
+            assert action is _A.RETRY, action
+            if not (error is RebalanceInProgressError or error.retriable):
+                log.warning("JoinGroup failed with %s; retrying after backoff", error.name)
             self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
 
     def _assign_as_leader(
@@ -1021,19 +1008,19 @@ class MemberMachine:
                 now_ms,
             )
             return
-        self._set_state(MemberState.UNJOINED)
-        self._f.joining = True
-        if error is RebalanceInProgressError:
+        self._set_state(MemberState.UNJOINED)  # the phase stays SENT: the sequence goes on
+        action = action_for(SyncGroupRequest, error)
+        if action is _A.REJOIN:
             self._f.rejoin_reason = "the group rebalanced again during SyncGroup"
-        elif issubclass(error, _RESET_ERRORS):
+        elif action is _A.RESET_MEMBER:
             self._reset_generation(lost=True)
             self._f.rejoin_reason = f"rebalance failed: {error.name}"
-        elif issubclass(error, _COORDINATOR_ERRORS):
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
-            self._f.joining = True
-        elif issubclass(error, _FATAL_ERRORS):
+        elif action is _A.FATAL:
             self._fail(error(f"SyncGroup failed for group {self.config.group_id!r}"))
         else:
+            assert action is _A.RETRY, action
             log.warning("SyncGroup failed with %s; rejoining after backoff", error.name)
             self._t.join_retry_ms = now_ms + self.config.retry_backoff_ms
 
@@ -1044,7 +1031,7 @@ class MemberMachine:
         now_ms: int,
     ) -> None:
         self._set_state(MemberState.STABLE)
-        self._f.joining = False
+        self._stop_join()
         owned = self.assignment
         if self.protocol is RebalanceProtocol.COOPERATIVE:
             revoked = owned - assigned
@@ -1053,7 +1040,7 @@ class MemberMachine:
                 self._queue_callback(CallbackKind.REVOKED, revoked, gate=True)
                 # KIP-429: what we gave up can go to its new owner only in a next round.
                 self._request_rejoin("need to revoke partitions and re-join")
-                self._f.joining = True
+                self._set_phase(_STARTED)  # at once, without waiting for a poll
         else:
             added = assigned
         self.assignment = assigned
@@ -1081,7 +1068,8 @@ class MemberMachine:
         current = (
             request.generation_id == self._generation_id and request.member_id == self.member_id
         )
-        if error is RebalanceInProgressError:
+        action = action_for(HeartbeatRequest, error)
+        if action is _A.REJOIN:
             if self.state is MemberState.STABLE:
                 self._request_rejoin("group is already rebalancing")
                 if self._t.rejoin_deadline_ms is None:
@@ -1093,18 +1081,19 @@ class MemberMachine:
                         + self.config.rebalance_timeout_ms
                         - self.config.heartbeat_interval_ms
                     )
-        elif issubclass(error, _RESET_ERRORS):
+        elif action is _A.RESET_MEMBER:
             # Stale answers (sent before a rejoin changed our generation) are ignored.
             if current and self.state is MemberState.STABLE:
                 self._reset_generation(lost=True)
                 self._set_state(MemberState.UNJOINED)
                 self._request_rejoin(f"heartbeat failed: {error.name}")
-        elif error is FencedInstanceIdError:
+        elif action is _A.FATAL:
             if current:
                 self._fail(error(f"group.instance.id {self.config.group_instance_id!r} fenced"))
-        elif issubclass(error, _COORDINATOR_ERRORS):
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
         else:
+            assert action is _A.RETRY, action
             log.warning("heartbeat failed with %s; retrying", error.name)
             self._t.heartbeat_due_ms = now_ms + self.config.retry_backoff_ms
 
@@ -1115,75 +1104,55 @@ class MemberMachine:
         response: OffsetCommitResponse,
         now_ms: int,
     ) -> None:
-        errors: dict[TopicPartition, type[KafkaError]] = {}
-        for topic in response.topics:
-            for p in topic.partitions:
-                if p.error is not None:
-                    errors[TopicPartition(topic.name, p.partition_index)] = p.error
+        errors = commit_errors(response)
         if not errors:
             handle.succeed()
             return
-        kinds = set(errors.values())
-        if FencedInstanceIdError in kinds:
+        action = commit_action(errors.values())
+        if action is _A.FATAL:
             fenced = FencedInstanceIdError(
                 f"group.instance.id {self.config.group_instance_id!r} fenced (offset commit)"
             )
             handle.fail(fenced, errors)
             self._fail(fenced)
-        elif RebalanceInProgressError in kinds:
-            # Goes out again once a rebalance has completed (a newer generation is stable).
-            self._commits.append(_QueuedCommit(handle, min_generation=request.generation_id + 1))
+            return
+        again = settle_commit(
+            handle,
+            errors,
+            action,
+            generation_id=request.generation_id,
+            now_ms=now_ms,
+            retry_backoff_ms=self.config.retry_backoff_ms,
+        )
+        if again is not None:
+            self._commits.append(again)  # before coordinator_lost re-queues what is in flight
+        if action is _A.REJOIN:
             if self.state is MemberState.STABLE:
                 self._request_rejoin("offset commit found the group rebalancing")
-        elif any(issubclass(k, _COORDINATOR_ERRORS) for k in kinds):
-            self._commits.append(_QueuedCommit(handle))
+        elif action is _A.REDISCOVER:
             self.coordinator_lost(now_ms)
-        elif any(issubclass(k, _RESET_ERRORS) for k in kinds):
-            if (
-                request.generation_id == self._generation_id
-                and request.member_id == self.member_id
-                and self.state is MemberState.STABLE
-            ):
-                self._reset_generation(lost=True)
-                self._set_state(MemberState.UNJOINED)
-                self._request_rejoin("offset commit found our membership gone")
-            first = next(k for k in kinds if issubclass(k, _RESET_ERRORS))
-            handle.fail(
-                CommitFailedError(
-                    f"the group rebalanced and gave the partitions away ({first.name})"
-                ),
-                errors,
-            )
-        elif all(k.retriable for k in kinds):
-            self._commits.append(_QueuedCommit(handle, now_ms + self.config.retry_backoff_ms))
-        else:
-            first_error = min(kinds, key=lambda k: k.code)
-            handle.fail(first_error(f"offset commit refused for {len(errors)} partitions"), errors)
+        elif action is _A.RESET_MEMBER and (
+            request.generation_id == self._generation_id
+            and request.member_id == self.member_id
+            and self.state is MemberState.STABLE
+        ):
+            self._reset_generation(lost=True)
+            self._set_state(MemberState.UNJOINED)
+            self._request_rejoin("offset commit found our membership gone")
 
     def _on_fetch(self, handle: FetchHandle, response: OffsetFetchResponse, now_ms: int) -> None:
-        error = response.error
-        topics = response.topics
-        if response.groups:
-            group = response.groups[0]
-            error = error or group.error
-            topics = group.topics
+        offsets, error = fetched_offsets(response)
         if error is None:
-            offsets: dict[TopicPartition, int] = {}
-            for topic in topics:
-                for p in topic.partitions:
-                    if p.error is not None:
-                        error = p.error
-                    elif p.committed_offset >= 0:
-                        offsets[TopicPartition(topic.name, p.partition_index)] = p.committed_offset
-            if error is None:
-                handle.succeed(offsets)
-                return
-        if issubclass(error, _COORDINATOR_ERRORS):
-            self._fetches.append(_QueuedFetch(handle))
+            handle.succeed(offsets)
+            return
+        action = action_for(OffsetFetchRequest, error)
+        if action is _A.REDISCOVER:
+            self._fetches.append(QueuedFetch(handle))
             self.coordinator_lost(now_ms)
-        elif error.retriable:
-            self._fetches.append(_QueuedFetch(handle, now_ms + self.config.retry_backoff_ms))
+        elif action is _A.RETRY:
+            self._fetches.append(QueuedFetch(handle, now_ms + self.config.retry_backoff_ms))
         else:
+            assert action is _A.FAIL, action
             handle.fail(error("OffsetFetch failed"))
 
     # ------------------------------------------------------------------ helpers
@@ -1194,6 +1163,10 @@ class MemberMachine:
     def _set_state(self, target: MemberState) -> None:
         check_transition(self.state, target)
         self.state = target
+
+    def _set_phase(self, target: JoinPhase) -> None:
+        check_phase_transition(self._f.phase, target)
+        self._f.phase = target
 
     def _queue_callback(
         self, kind: CallbackKind, partitions: frozenset[TopicPartition], *, gate: bool
@@ -1227,8 +1200,18 @@ class MemberMachine:
         return lost - unseen
 
     def _request_rejoin(self, reason: str) -> None:
-        self._f.rejoin_needed = True
+        """Ask for a rejoin; one already running sends a JoinGroup again (a new round)."""
+        phase = self._f.phase
+        self._set_phase(_STARTED if phase is _STARTED or phase is _SENT else _WANTED)
         self._f.rejoin_reason = reason
+
+    def _stop_join(self) -> None:
+        """Stop a running join sequence (a rejoin not yet sent is still wanted)."""
+        phase = self._f.phase
+        if phase is _STARTED:
+            self._set_phase(_WANTED)
+        elif phase is _SENT:
+            self._set_phase(_IDLE)
 
     def _generation_lost(self) -> bool:
         return self._generation_id == -1 or not self.member_id
@@ -1245,11 +1228,12 @@ class MemberMachine:
         self._f.membership_lost = True
         # Commits not sent yet would go out with a later generation, for partitions that
         # may be someone else's by then: fail them (Kafka's CommitFailedException).
-        for queued in self._commits:
-            queued.handle.fail(
-                CommitFailedError("the member fell out of the group before the commit was sent")
-            )
-        self._commits.clear()
+        fail_commits(
+            self._commits,
+            lambda: CommitFailedError(
+                "the member fell out of the group before the commit was sent"
+            ),
+        )
         # A revocation the application has not heard of yet comes too late to be orderly
         # (it could no longer commit): those partitions are lost like the rest.
         pending_revoked = frozenset(
@@ -1277,10 +1261,8 @@ class MemberMachine:
             # Whatever we held is no longer ours to process (fenced, or never completed).
             self._queue_callback(CallbackKind.LOST, self.assignment, gate=False)
             self.assignment = frozenset()
-        self._f.joining = False
-        for queued in self._commits:
-            queued.handle.fail(error)
-        self._commits.clear()
+        self._stop_join()
+        fail_commits(self._commits, lambda: error)  # one error: the member's
 
     def _heartbeat_in_flight(self) -> bool:
         for entry in self._inflight.values():  # noqa: SIM110 (a loop: no generator per call)
@@ -1306,6 +1288,6 @@ class MemberMachine:
 
     def _requeue(self, entry: _InFlight) -> None:
         if entry.commit is not None:
-            self._commits.append(_QueuedCommit(entry.commit))
+            self._commits.append(QueuedCommit(entry.commit))
         elif entry.fetch is not None:
-            self._fetches.append(_QueuedFetch(entry.fetch))
+            self._fetches.append(QueuedFetch(entry.fetch))
