@@ -113,7 +113,9 @@ def _heartbeat(error: type[KafkaError]) -> ErrorAction:
         return A.REJOIN
     if issubclass(error, _RESET):
         return A.RESET_MEMBER
-    if error is FencedInstanceIdError:
+    # GROUP_AUTHORIZATION_FAILED: fatal since the server has ACLs (Kafka's heartbeat thread
+    # fails and poll() throws GroupAuthorizationException); the ladders retried it
+    if error in (FencedInstanceIdError, GroupAuthorizationFailedError):
         return A.FATAL
     if issubclass(error, _COORDINATOR):
         return A.REDISCOVER

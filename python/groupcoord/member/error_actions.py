@@ -165,7 +165,8 @@ API_RULES: Final[Mapping[type[AnyRequest], ApiRules]] = MappingProxyType(
             groups=(
                 (_REBALANCING, _A.REJOIN),
                 (MEMBERSHIP_ERRORS, _A.RESET_MEMBER),
-                (_FENCED, _A.FATAL),
+                # Kafka's heartbeat thread fails and poll() throws the exception
+                (_FENCED | {GroupAuthorizationFailedError}, _A.FATAL),
                 (COORDINATOR_ERRORS, _A.REDISCOVER),
             ),
             retriable=_A.RETRY,
