@@ -1,5 +1,5 @@
-"""pytest-benchmark: the cost of ACL checks (issue 15: "the ACL check's cost per request
-with 10,000 ACLs; target: no measurable change in heartbeat throughput").
+"""pytest-benchmark: what security costs (issue 15): the ACL check per request with 10,000
+ACLs (target: no measurable change in heartbeat throughput), and SASL logins per second.
 
 - ``test_bench_acl_check``: ``AclAuthorizer.authorize`` with 10,000 bindings (literal and
   prefixed, many principals, DENYs among them): ``memo`` is a repeated check (what every
@@ -10,6 +10,11 @@ with 10,000 ACLs; target: no measurable change in heartbeat throughput").
   50 connections with ``--benchmark-only`` / ``GROUPCOORD_BENCH_SCALE=full``; a smoke
   size otherwise) against ``groupcoord serve`` without an authorizer, then with
   ``--authorizer acl`` and the 10,000 bindings on disk, in the same run.
+- ``test_bench_sasl_login``: the server's side of one SASL login (``SaslSession``
+  handshake and every ``authenticate`` step; the client's messages are made outside the
+  timing by kafka-python's SCRAM client): SCRAM-SHA-512 and SCRAM-SHA-256 (the server
+  only does HMACs with the stored keys) and PLAIN (the server runs PBKDF2 with the stored
+  salt and 4,096 iterations: the cost that makes guessing slow).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,4 +185,47 @@ def test_bench_wire_heartbeats_acl(benchmark: Any, request: Any) -> None:
         f"{base['per_cpu']:,.0f} per server CPU-s (p99 {base['p99_ms']:.1f} ms); "
         f"10,000 ACLs {acl['per_cpu']:,.0f} (p99 {acl['p99_ms']:.1f} ms): "
         f"ratio {acl['per_cpu'] / base['per_cpu']:.2f}"
+    )
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+def test_bench_sasl_login(benchmark: Any, mechanism: str) -> None:
+    from kafka.net.sasl.scram import ScramClient
+
+    from groupcoord.security.sasl import SaslSession
+    from groupcoord.security.scram import make_credential
+    from groupcoord.storage.credential_store import MemoryCredentialStore
+
+    store = MemoryCredentialStore()
+    hash_name = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+    store.put("alice", make_credential(hash_name, "s3cret"))
+    server_seconds: list[float] = []
+
+    def login() -> None:
+        session = SaslSession([mechanism], store.lookup)
+        if mechanism == "PLAIN":
+            start = time.perf_counter()
+            assert session.handshake(mechanism) is None
+            assert session.authenticate(b"\0alice\0s3cret").principal == "User:alice"
+            server_seconds.append(time.perf_counter() - start)
+            return
+        client = ScramClient("alice", "s3cret", mechanism)
+        first = client.first_message()
+        start = time.perf_counter()
+        assert session.handshake(mechanism) is None
+        step = session.authenticate(first)
+        spent = time.perf_counter() - start
+        client.process_server_first_message(step.token)  # the client's PBKDF2: not timed
+        final = client.final_message()
+        start = time.perf_counter()
+        assert session.authenticate(final).principal == "User:alice"
+        server_seconds.append(spent + time.perf_counter() - start)
+
+    benchmark.pedantic(login, rounds=200, iterations=1, warmup_rounds=5)
+    server_seconds.sort()
+    median = server_seconds[len(server_seconds) // 2]
+    benchmark.extra_info.update({"server_us_per_login": median * 1e6, "logins_per_s": 1 / median})
+    print(
+        f"\nSASL {mechanism}: server side {median * 1e6:,.0f} µs per login "
+        f"({1 / median:,.0f} logins per second per core)"
     )
