@@ -290,7 +290,9 @@ def test_kafka_consumer_groups_lists_describes_and_resets(server: Server, tmp_pa
     deleted = consumer_groups(
         bootstrap, "--delete-offsets", "--group", "tooled", "--topic", f"{scenarios.TOPIC}:0,1"
     )
-    assert "Request succeed for deleting offsets" in deleted, deleted
+    assert "Request succeeded for deleting offsets from group tooled." in deleted, deleted
+    statuses = {tuple(line.split()) for line in deleted.splitlines()[1:] if line.strip()}
+    assert {(scenarios.TOPIC, str(p), "Successful") for p in (0, 1)} <= statuses, deleted
     assert committed_offsets(bootstrap, "tooled") == {
         (scenarios.TOPIC, p): 0 for p in range(2, scenarios.PARTITIONS)
     }
