@@ -630,7 +630,10 @@ def users_add(
         str, typer.Option(metavar="MECHANISM", help="SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN.")
     ] = "SCRAM-SHA-512",
     iterations: Annotated[
-        int, typer.Option(min=4096, max=16384, help="PBKDF2 iterations (Kafka: 4096-16384).")
+        int,
+        typer.Option(
+            min=4096, max=16384, metavar="N", help="PBKDF2 iterations (Kafka: 4096-16384)."
+        ),
     ] = 4096,
 ) -> None:
     from groupcoord.security.scram import make_credential
