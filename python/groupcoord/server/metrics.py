@@ -67,8 +67,10 @@ def group_counts(
     return groups, members
 
 
-def _buckets(histogram: Histogram) -> tuple[list[tuple[str, float]], float]:
-    counts, total = histogram.snapshot()
+def _buckets(
+    histogram: Histogram, snapshot: tuple[list[int], float] | None = None
+) -> tuple[list[tuple[str, float]], float]:
+    counts, total = histogram.snapshot() if snapshot is None else snapshot
     bounds = [*map(str, histogram.bounds), "+Inf"]
     return list(zip(bounds, map(float, itertools.accumulate(counts)), strict=True)), total
 
@@ -89,14 +91,15 @@ class ServerCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         yield from self._groups()
         stats = self._stats
-        requests = dict(stats.requests)
+        # one copy of each histogram, so the counters derived from them agree with it
+        requests = {key: (h, h.snapshot()) for key, h in dict(stats.requests).items()}
         latency = HistogramMetricFamily(
             "groupcoord_request_latency_seconds",
             "Time from a request read to its reply ready, by API",
             labels=["api"],
         )
-        for api_key, histogram in sorted(requests.items()):
-            buckets, total = _buckets(histogram)
+        for api_key, (histogram, snapshot) in sorted(requests.items()):
+            buckets, total = _buckets(histogram, snapshot)
             latency.add_metric([_api_name(api_key)], buckets, total)
         yield latency
         for name, api_key, text in (
@@ -105,7 +108,7 @@ class ServerCollector(Collector):
         ):
             answered = requests.get(api_key)
             yield CounterMetricFamily(
-                name, text, value=0 if answered is None else sum(answered.snapshot()[0])
+                name, text, value=0 if answered is None else sum(answered[1][0])
             )
         rebalances = CounterMetricFamily(
             "groupcoord_rebalances", "Completed rebalances, by what started them", labels=["reason"]
