@@ -25,6 +25,7 @@ import contextlib
 import logging
 import time
 from collections import deque
+from time import perf_counter
 
 from groupcoord.errors import InvalidRequestError
 from groupcoord.protocol.wire import FrameBuffer
@@ -194,7 +195,12 @@ class Connection:
                     if stats is None:
                         reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
                     else:
-                        reply = self._timed_dispatch(frame, stats)
+                        start = perf_counter()
+                        reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
+                        if type(reply) is bytes:
+                            stats.request(frame[:2], perf_counter() - start)
+                        elif isinstance(reply, asyncio.Future):
+                            self._time_later(reply, frame[:2], start, stats)
                 except InvalidRequestError as e:
                     return self._abort(str(e))
                 except Exception as e:  # a handler bug must not take the server down
@@ -215,16 +221,12 @@ class Connection:
             self._room.clear()
             await self._room.wait()
 
-    def _timed_dispatch(self, frame: bytes, stats: ServerStats) -> Reply:
-        """Dispatch, counting the request's latency (read to reply ready) by API key."""
-        api_key = int.from_bytes(frame[:2], "big", signed=True)
-        start = time.perf_counter()
-        reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
-        if isinstance(reply, asyncio.Future):
-            reply.add_done_callback(lambda _: stats.request(api_key, time.perf_counter() - start))
-        else:
-            stats.request(api_key, time.perf_counter() - start)
-        return reply
+    @staticmethod
+    def _time_later(
+        reply: asyncio.Future[bytes | None], api_key: bytes, start: float, stats: ServerStats
+    ) -> None:
+        """Count a parked request's latency once its reply is ready (or given up on)."""
+        reply.add_done_callback(lambda _: stats.request(api_key, perf_counter() - start))
 
     def _full(self) -> bool:
         """Too much is waiting to be sent: read no more requests until it shrinks."""

@@ -92,7 +92,7 @@ class ServerCollector(Collector):
         yield from self._groups()
         stats = self._stats
         # one copy of each histogram, so the counters derived from them agree with it
-        requests = {key: (h, h.snapshot()) for key, h in dict(stats.requests).items()}
+        requests = {key: (h, h.snapshot()) for key, h in stats.requests_by_key().items()}
         latency = HistogramMetricFamily(
             "groupcoord_request_latency_seconds",
             "Time from a request read to its reply ready, by API",
