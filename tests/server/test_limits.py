@@ -5,10 +5,13 @@ can make the server hold. In every case a well-behaved client keeps being answer
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic
@@ -20,7 +23,7 @@ from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator import JoinGroupRequest
 from groupcoord.protocol.client import ClientCodec
 from groupcoord.protocol.group_messages import to_kio_request
-from groupcoord.server import Server
+from groupcoord.server import Server, ServerConfig
 from serve_process import ServerProcess
 
 
@@ -195,3 +198,19 @@ def test_the_cli_flags_reach_the_server(serve_factory: Callable[..., ServerProce
         await second.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"max_connections": 0}, "max-connections must be positive"),
+        ({"max_connections_per_ip": -1}, "max-connections-per-ip must be positive"),
+        ({"connections_max_idle_ms": 0}, "connections-max-idle-ms must be positive"),
+        ({"max_buffered_bytes_per_connection": 0}, "max buffered bytes per connection"),
+        ({"connections_write_timeout_ms": 0}, "write timeout must be positive"),
+        ({"metrics_port": 70_000}, "metrics port must be in [0, 65535]"),
+    ],
+)
+def test_bad_limit_settings(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ServerConfig(data_dir=None, **settings)
