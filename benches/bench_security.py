@@ -20,7 +20,6 @@ ACLs (target: no measurable change in heartbeat throughput), and SASL logins per
 from __future__ import annotations
 
 import itertools
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from bench_wire import _full, bench_server, load_generator
+from bench_wire import _full, heartbeat_args, measure_heartbeats
 from groupcoord.security import (
     AclAuthorizer,
     AclBinding,
@@ -133,6 +132,8 @@ def test_bench_acl_check(benchmark: Any, how: str) -> None:
                 scan(bindings, principal, host, group)
 
     benchmark(run)
+    if benchmark.stats is None:  # --benchmark-disable (the CI smoke run): ran once, untimed
+        return
     per_check = len(checks) if how != "scan" else 20
     ns = benchmark.stats.stats.median / per_check * 1e9
     benchmark.extra_info.update({"acls": N_ACLS, "ns_per_check": ns})
@@ -140,42 +141,20 @@ def test_bench_acl_check(benchmark: Any, how: str) -> None:
 
 
 def test_bench_wire_heartbeats_acl(benchmark: Any, request: Any) -> None:
-    full = _full(request.config)
-    args = {
-        "members": 5000 if full else 200,
-        "connections": 50 if full else 10,
-        "group_size": 50 if full else 10,
-        "seconds": 10.0 if full else 1.0,
-    }
+    args = heartbeat_args(_full(request.config))
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as data:
+    # both servers on a data directory, so the authorizer is the only difference
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as plain:
         with SqliteAclStore(Path(data) / "groupcoord.db") as store:
             store.change(ten_thousand_acls(), [])
-        runs = {
-            "no authorizer": (("--memory",), ()),
-            "10,000 ACLs": (("--data-dir", data), ("--authorizer", "acl")),
-        }
-        for label, (storage, extra) in runs.items():
-            with (
-                bench_server(storage, extra) as server,
-                load_generator(
-                    "heartbeat", args | {"host": server.host, "port": server.port}
-                ) as gen,
-            ):
-                assert gen.stdin is not None and gen.stdout is not None
-                cpu_before = server.cpu_seconds()
-
-                def run() -> dict[str, Any]:
-                    assert gen.stdin is not None and gen.stdout is not None
-                    gen.stdin.write("go\n")
-                    gen.stdin.flush()
-                    return dict(json.loads(gen.stdout.readline()))
-
-                result = run() if results else benchmark.pedantic(run, rounds=1, iterations=1)
-                cpu = server.cpu_seconds() - cpu_before
-            assert result["errors"] == 0, (label, result)
-            result["per_cpu"] = result["answered_total"] / cpu if cpu > 0 else float("nan")
-            results[label] = result
+        results["no authorizer"] = measure_heartbeats(
+            args, ("--data-dir", plain), benchmark=benchmark
+        )
+        results["10,000 ACLs"] = measure_heartbeats(
+            args, ("--data-dir", data), ("--authorizer", "acl")
+        )
+    for label, result in results.items():
+        assert result["errors"] == 0, (label, result)
     benchmark.extra_info.update(
         {k: {"per_server_cpu_s": v["per_cpu"], "p99_ms": v["p99_ms"]} for k, v in results.items()}
     )

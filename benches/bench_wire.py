@@ -471,16 +471,19 @@ def load_generator(
             proc.wait()
 
 
-def test_bench_wire_heartbeats(benchmark: Any, request: Any) -> None:
-    full = _full(request.config)
-    args = {
-        "members": 5000 if full else 200,
-        "connections": 50 if full else 10,
-        "group_size": 50 if full else 10,
-        "seconds": 10.0 if full else 1.0,
-    }
-    with bench_server() as server:
-        args |= {"host": server.host, "port": server.port}
+def measure_heartbeats(
+    args: dict[str, Any],
+    store: Sequence[str] = ("--memory",),
+    extra: Sequence[str] = (),
+    benchmark: Any = None,
+) -> dict[str, Any]:
+    """One heartbeat load (``args``: members, connections, group_size, seconds) against a
+    server started with ``store`` and ``extra`` flags: the generator's result plus the
+    server's CPU seconds (``server_cpu_s``) and answers per server CPU-second
+    (``per_cpu``: its CPU time covers the drain after the window too, so all its answers
+    count). Timed by ``benchmark`` when given."""
+    with bench_server(store, extra) as server:
+        args = args | {"host": server.host, "port": server.port}
         with load_generator("heartbeat", args) as gen:
             assert gen.stdin is not None and gen.stdout is not None
             cpu_before = server.cpu_seconds()
@@ -491,17 +494,33 @@ def test_bench_wire_heartbeats(benchmark: Any, request: Any) -> None:
                 gen.stdin.flush()
                 return dict(json.loads(gen.stdout.readline()))
 
-            result = benchmark.pedantic(run, rounds=1, iterations=1)
+            result = run() if benchmark is None else benchmark.pedantic(run, rounds=1, iterations=1)
             cpu = server.cpu_seconds() - cpu_before
+    result["server_cpu_s"] = cpu
+    result["per_cpu"] = result["answered_total"] / cpu if cpu > 0 else float("nan")
+    return result
+
+
+def heartbeat_args(full: bool) -> dict[str, Any]:
+    """The heartbeat load's size: full (5,000 members over 50 connections, 10 s) or smoke."""
+    return {
+        "members": 5000 if full else 200,
+        "connections": 50 if full else 10,
+        "group_size": 50 if full else 10,
+        "seconds": 10.0 if full else 1.0,
+    }
+
+
+def test_bench_wire_heartbeats(benchmark: Any, request: Any) -> None:
+    args = heartbeat_args(_full(request.config))
+    result = measure_heartbeats(args, benchmark=benchmark)
     assert result["errors"] == 0, result
     assert result["answered"] > 0
     rate = result["answered"] / result["elapsed_s"]
-    # the server's CPU time covers the drain after the window too: count its answers
-    per_cpu = result["answered_total"] / cpu if cpu > 0 else float("nan")
+    per_cpu, cpu = result["per_cpu"], result["server_cpu_s"]
     benchmark.extra_info.update(
-        args | {"heartbeats_per_s": rate, "heartbeats_per_server_cpu_s": per_cpu,
-                "server_cpu_s": cpu} | result
-    )  # fmt: skip
+        args | {"heartbeats_per_s": rate, "heartbeats_per_server_cpu_s": per_cpu} | result
+    )
     print(
         f"\nwire heartbeats: {args['members']} members / {args['connections']} connections: "
         f"{rate:,.0f}/s ({per_cpu:,.0f} per server CPU-second, server CPU {cpu:.2f} s "

@@ -16,6 +16,19 @@ from groupcoord.cli import app
 
 runner = CliRunner()
 COMMANDS = list(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+#: the commands of command groups (``groupcoord users add``), as argument lists
+SUBCOMMANDS = [
+    (group, sub)
+    for group, cmd in typer.main.get_command(app).commands.items()  # type: ignore[attr-defined]
+    for sub in getattr(cmd, "commands", {})
+]
+
+
+def _command(*names: str) -> object:
+    cmd: object = typer.main.get_command(app)
+    for name in names:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    return cmd
 
 
 def help_text(*command: str) -> str:
@@ -30,12 +43,13 @@ def flat(text: str) -> str:
 
 
 def test_the_commands_are_all_checked() -> None:
-    assert COMMANDS == ["assign", "bench", "serve", "simulate", "sweep", "analyze"]
+    assert COMMANDS == ["assign", "bench", "serve", "simulate", "sweep", "analyze", "users"]
+    assert SUBCOMMANDS == [("users", "add"), ("users", "remove"), ("users", "list")]
 
 
-@pytest.mark.parametrize("command", ["", *COMMANDS])
+@pytest.mark.parametrize("command", ["", *COMMANDS, *(" ".join(c) for c in SUBCOMMANDS)])
 def test_help_fits_80_columns_without_type_noise(command: str) -> None:
-    text = help_text(*([command] if command else []))
+    text = help_text(*command.split())
     too_long = [line for line in text.splitlines() if len(line) > 80]
     assert not too_long, too_long
     for noise in ("<bool>", "<str>", "<int", "<float", "<path>", "<list", "…", "\\["):
@@ -44,10 +58,10 @@ def test_help_fits_80_columns_without_type_noise(command: str) -> None:
     assert "╭" not in text  # no rich panels
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", [*COMMANDS, *(" ".join(c) for c in SUBCOMMANDS)])
 def test_every_option_is_named_whole_with_its_value(command: str) -> None:
-    text = help_text(command)
-    params = typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
+    text = help_text(*command.split())
+    params = _command(*command.split()).params  # type: ignore[attr-defined]
     for param in params:
         if param.param_type_name != "option":
             continue

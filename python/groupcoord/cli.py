@@ -536,6 +536,69 @@ def serve(
             " principal on SSL listeners.",
         ),
     ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Kafka's max.connections: connections beyond N (all listeners) are closed at"
+            " accept.",
+            show_default="unbounded",
+        ),
+    ] = None,
+    max_connections_per_ip: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Kafka's max.connections.per.ip.",
+            show_default="unbounded",
+        ),
+    ] = None,
+    connections_max_idle_ms: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            metavar="MS",
+            help="Kafka's connections.max.idle.ms: close a connection with no request for"
+            " this long (0: never).",
+        ),
+    ] = 600_000,
+    max_buffered_bytes_per_connection: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="BYTES",
+            help="Reply bytes one connection may hold unsent before the server stops reading"
+            " its requests.",
+        ),
+    ] = 4 * 1024 * 1024,
+    connections_write_timeout_ms: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="MS",
+            help="Close a connection whose client takes no reply bytes for this long.",
+        ),
+    ] = 60_000,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            metavar="PORT",
+            help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port, logged).",
+            show_default="off",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str | None,
+        typer.Option(
+            metavar="HOST",
+            help="Address of the metrics endpoint.",
+            show_default="--host",
+        ),
+    ] = None,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run
@@ -580,6 +643,13 @@ def serve(
             ssl_certfile=None if ssl_certfile is None else str(ssl_certfile),
             ssl_keyfile=None if ssl_keyfile is None else str(ssl_keyfile),
             ssl_cafile=None if ssl_cafile is None else str(ssl_cafile),
+            max_connections=max_connections,
+            max_connections_per_ip=max_connections_per_ip,
+            connections_max_idle_ms=connections_max_idle_ms or None,
+            max_buffered_bytes_per_connection=max_buffered_bytes_per_connection,
+            connections_write_timeout_ms=connections_write_timeout_ms,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
         )
     except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))
@@ -650,7 +720,10 @@ def users_add(
         str, typer.Option(metavar="MECHANISM", help="SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN.")
     ] = "SCRAM-SHA-512",
     iterations: Annotated[
-        int, typer.Option(min=4096, max=16384, help="PBKDF2 iterations (Kafka: 4096-16384).")
+        int,
+        typer.Option(
+            min=4096, max=16384, metavar="N", help="PBKDF2 iterations (Kafka: 4096-16384)."
+        ),
     ] = 4096,
 ) -> None:
     from groupcoord.security.scram import make_credential

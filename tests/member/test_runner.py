@@ -33,8 +33,26 @@ def test_processing_longer_than_session_timeout_keeps_membership(
     a = Poller(make_member(listener=ledger.listener("a")))
     b = Poller(make_member(listener=ledger.listener("b")))
     wait_until(lambda: balanced(a, b), 15, "two members sharing the partitions")
+
+    # settled: a cooperative rebalance takes two rounds, whose listener calls may still be
+    # on their way when the assignment already looks balanced (a loaded machine)
+    def quiet() -> bool:
+        def seen() -> tuple[object, ...]:
+            return (
+                a.member.generation(),
+                b.member.generation(),
+                len(ledger.kinds("a")),
+                len(ledger.kinds("b")),
+            )
+
+        before = seen()
+        time.sleep(1.0)
+        return seen() == before and before[0] == before[1] and balanced(a, b)
+
+    wait_until(quiet, 20, "the group to settle (no listener call for a second)")
     generation = a.member.generation()
     assigned_a, assigned_b = a.member.assignment(), b.member.assignment()
+    revocations = ledger.kinds("a").count("revoked"), ledger.kinds("b").count("revoked")
 
     # Busy for 1.7 session timeouts (1500 ms), well inside max.poll.interval.ms (6000 ms):
     # only the heartbeat thread keeps the member alive.
@@ -53,9 +71,9 @@ def test_processing_longer_than_session_timeout_keeps_membership(
     a.member.commit({p: 1 for p in assigned_a})
     b.member.commit({p: 2 for p in assigned_b})
     assert ledger.violations == []
-    # no rebalance: each member heard one assignment and nothing else
-    assert ledger.kinds("a").count("revoked") == 0
-    assert ledger.kinds("b").count("revoked") == 0
+    # no rebalance while a was busy: nobody was asked to give anything up
+    assert (ledger.kinds("a").count("revoked"), ledger.kinds("b").count("revoked")) == revocations
+    assert a.member.generation() == generation
     a.close()
     b.close()
 

@@ -269,3 +269,13 @@ def test_matches_a_scan_over_every_binding(
             expected = oracle(live, super_users, allow_if_no_acl, principal, host, op, rtype, name)
             assert authorizer.authorize(principal, host, op, rtype, name) is expected
         assert authorizer.bindings() == live
+
+
+def test_the_heartbeat_check_follows_changes_too() -> None:
+    authorizer = AclAuthorizer()
+    assert not authorizer.may_read_group(ALICE, "/10.0.0.1", "g")
+    authorizer.add([acl(host="10.0.0.1")])
+    assert authorizer.may_read_group(ALICE, "/10.0.0.1", "g")
+    assert not authorizer.may_read_group(ALICE, "/10.0.0.2", "g")
+    authorizer.add([acl(perm=Perm.DENY)])
+    assert not authorizer.may_read_group(ALICE, "/10.0.0.1", "g")

@@ -70,6 +70,7 @@ class AclAuthorizer:
     __slots__ = (
         "_allow_if_no_acl",
         "_bindings",
+        "_group_reads",
         "_literal",
         "_memo",
         "_prefix_lengths",
@@ -93,6 +94,9 @@ class AclAuthorizer:
         #: per resource type, the lengths of its PREFIXED names, longest first
         self._prefix_lengths: dict[ResourceType, list[int]] = {}
         self._memo: dict[tuple[str, str, AclOperation, ResourceType, str], bool] = {}
+        #: READ on a group by (principal, client host as the connection has it, group): the
+        #: check on every heartbeat, kept apart so it is one small-tuple dict lookup
+        self._group_reads: dict[tuple[str, str, str], bool] = {}
         self.add(bindings)
 
     # ------------------------------------------------------------------ changes
@@ -115,6 +119,7 @@ class AclAuthorizer:
                 self._literal.setdefault((b.resource_type, b.name), []).append(b)
         if added:
             self._memo.clear()
+            self._group_reads.clear()
         return added
 
     def remove(self, bindings: Iterable[AclBinding]) -> None:
@@ -137,6 +142,7 @@ class AclAuthorizer:
                     self._prefix_lengths[b.resource_type].remove(len(b.name))
         if changed:
             self._memo.clear()
+            self._group_reads.clear()
 
     # ------------------------------------------------------------------ queries
 
@@ -165,6 +171,20 @@ class AclAuthorizer:
             if len(self._memo) >= _MEMO_LIMIT:
                 self._memo.clear()
             self._memo[key] = answer
+        return answer
+
+    def may_read_group(self, principal: str, client_host: str, group: str) -> bool:
+        """READ on ``group`` (what a heartbeat needs); ``client_host`` as the connection
+        reports it (``/address``)."""
+        key = (principal, client_host, group)
+        answer = self._group_reads.get(key)
+        if answer is None:
+            answer = self.authorize(
+                principal, client_host.lstrip("/"), AclOperation.READ, ResourceType.GROUP, group
+            )
+            if len(self._group_reads) >= _MEMO_LIMIT:
+                self._group_reads.clear()
+            self._group_reads[key] = answer
         return answer
 
     def _applicable(self, resource_type: ResourceType, name: str) -> list[AclBinding]:

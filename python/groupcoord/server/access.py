@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from groupcoord.coordinator.consumer_messages import (
     ConsumerGroupDescribeRequest,
@@ -132,7 +133,7 @@ def check_group_request(request: CoordinatorRequest, allowed: Allowed) -> GroupC
     if isinstance(request, DeleteGroupsRequest):
         return _per_group(request, allowed, AclOperation.DELETE)
     if isinstance(request, ConsumerGroupDescribeRequest):
-        return _consumer_group_describe(request, allowed)
+        return _per_group(request, allowed, AclOperation.DESCRIBE)
     if isinstance(request, OffsetDeleteRequest):
         return _offset_delete(request, allowed)
     assert isinstance(request, ListGroupsRequest), type(request)
@@ -297,88 +298,71 @@ def _offset_fetch(request: OffsetFetchRequest, allowed: Allowed) -> GroupCheck:
     return GroupCheck(dataclasses.replace(request, groups=kept) if kept else None, batched)
 
 
-# ------------------------------------------------------------------ DescribeGroups, DeleteGroups
+# ------------------------------------------------------------------ per-group APIs
 
 
-def _per_group(
-    request: DescribeGroupsRequest | DeleteGroupsRequest,
-    allowed: Allowed,
-    operation: AclOperation,
-) -> GroupCheck:
-    names = request.groups if isinstance(request, DescribeGroupsRequest) else request.groups_names
+@dataclass(frozen=True, slots=True)
+class _PerGroupApi:
+    """Where a per-group API keeps its group names and entries, and a refused entry."""
+
+    names_field: str  # the request's tuple of group ids
+    entries_field: str  # the response's tuple of per-group entries
+    response: type[Any]
+    refused: Callable[[str], Any]
+
+
+_PER_GROUP: dict[type[Any], _PerGroupApi] = {
+    DescribeGroupsRequest: _PerGroupApi(
+        "groups",
+        "groups",
+        DescribeGroupsResponse,
+        lambda n: DescribedGroup(
+            group_id=n,
+            error=GroupAuthorizationFailedError,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+        ),
+    ),
+    DeleteGroupsRequest: _PerGroupApi(
+        "groups_names",
+        "results",
+        DeleteGroupsResponse,
+        lambda n: DeletableGroupResult(group_id=n, error=GroupAuthorizationFailedError),
+    ),
+    ConsumerGroupDescribeRequest: _PerGroupApi(
+        "group_ids",
+        "groups",
+        ConsumerGroupDescribeResponse,
+        lambda n: DescribedConsumerGroup(group_id=n, error=GroupAuthorizationFailedError),
+    ),
+}
+
+
+def _per_group(request: Any, allowed: Allowed, operation: AclOperation) -> GroupCheck:
+    """An API answering per group: the groups the caller may not ``operation`` get
+    GROUP_AUTHORIZATION_FAILED in their own entry, the others go to the coordinator."""
+    api = _PER_GROUP[type(request)]
+    names: tuple[str, ...] = getattr(request, api.names_field)
     denied = {n for n in names if not allowed(operation, ResourceType.GROUP, n)}
     if not denied:
         return GroupCheck(request, _as_is)
     kept = tuple(n for n in names if n not in denied)
 
     def merged(response: CoordinatorResponse | None) -> CoordinatorResponse:
-        if isinstance(request, DescribeGroupsRequest):
-            described = {}
-            if response is not None:
-                assert isinstance(response, DescribeGroupsResponse)
-                described = {g.group_id: g for g in response.groups}
-            return DescribeGroupsResponse(
-                version=request.version,
-                correlation=request.correlation,
-                groups=tuple(
-                    DescribedGroup(
-                        group_id=n,
-                        error=GroupAuthorizationFailedError,
-                        group_state="",
-                        protocol_type="",
-                        protocol_data="",
-                    )
-                    if n in denied
-                    else described[n]
-                    for n in names
-                ),
-            )
-        results = {}
+        answered = {}
         if response is not None:
-            assert isinstance(response, DeleteGroupsResponse)
-            results = {r.group_id: r for r in response.results}
-        return DeleteGroupsResponse(
+            assert isinstance(response, api.response)
+            answered = {e.group_id: e for e in getattr(response, api.entries_field)}
+        entries = tuple(api.refused(n) if n in denied else answered[n] for n in names)
+        out: CoordinatorResponse = api.response(
             version=request.version,
             correlation=request.correlation,
-            results=tuple(
-                DeletableGroupResult(group_id=n, error=GroupAuthorizationFailedError)
-                if n in denied
-                else results[n]
-                for n in names
-            ),
+            **{api.entries_field: entries},
         )
+        return out
 
-    if not kept:
-        return GroupCheck(None, merged)
-    if isinstance(request, DescribeGroupsRequest):
-        return GroupCheck(dataclasses.replace(request, groups=kept), merged)
-    return GroupCheck(dataclasses.replace(request, groups_names=kept), merged)
-
-
-def _consumer_group_describe(request: ConsumerGroupDescribeRequest, allowed: Allowed) -> GroupCheck:
-    names = request.group_ids
-    denied = {n for n in names if not allowed(AclOperation.DESCRIBE, ResourceType.GROUP, n)}
-    if not denied:
-        return GroupCheck(request, _as_is)
-    kept = tuple(n for n in names if n not in denied)
-
-    def merged(response: CoordinatorResponse | None) -> CoordinatorResponse:
-        described: dict[str, DescribedConsumerGroup] = {}
-        if response is not None:
-            assert isinstance(response, ConsumerGroupDescribeResponse)
-            described = {g.group_id: g for g in response.groups}
-        return ConsumerGroupDescribeResponse(
-            version=request.version,
-            correlation=request.correlation,
-            groups=tuple(
-                DescribedConsumerGroup(group_id=n, error=GroupAuthorizationFailedError)
-                if n in denied
-                else described[n]
-                for n in names
-            ),
-        )
-
-    forward = dataclasses.replace(request, group_ids=kept) if kept else None
+    forward = dataclasses.replace(request, **{api.names_field: kept}) if kept else None
     return GroupCheck(forward, merged)
 
 

@@ -8,6 +8,14 @@ have their own queues and never wait for it.
 
 A frame that cannot be decoded (bad size prefix, malformed header or payload) is logged
 with its reason and the connection closes; the server keeps serving everyone else.
+
+Memory per connection is bounded: the reader stops reading while
+:data:`MAX_QUEUED_REPLIES` replies, or ``max_buffered_bytes`` of reply frames (queued, and
+in the socket's send buffer), wait to be sent, so a client that pipelines requests without
+reading its answers only fills its own socket. A send that cannot finish within
+``write_timeout_s`` (the client stopped reading) closes the connection at once, dropping
+what it had not taken. Either way other connections never wait for it: each has its own
+reader and writer tasks.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
+from time import perf_counter
 
 from groupcoord.errors import InvalidRequestError
 from groupcoord.protocol.wire import FrameBuffer
@@ -23,6 +33,7 @@ from groupcoord.security.acl import ANONYMOUS
 from groupcoord.security.sasl import SaslSession
 from groupcoord.server.dispatch import Dispatcher, Reply
 from groupcoord.server.sasl_gate import sasl_frame
+from groupcoord.server.stats import ServerStats
 
 __all__ = ["Connection"]
 
@@ -34,6 +45,16 @@ _READ_CHUNK = 256 * 1024
 #: without reading its answers is held back here instead of growing the queue (Kafka
 #: reads one request at a time per connection).
 MAX_QUEUED_REPLIES = 1024
+#: Default bound on reply bytes a connection holds (queued and in the send buffer) before
+#: it stops reading: Kafka's ``socket.request.max.bytes`` (100 MiB) bounds one request; a
+#: reply as large as the largest Fetch a client may ask (``fetch.max.bytes``, 50 MiB) still
+#: goes out, it only pauses reading until it is sent.
+DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+#: Default time a send may wait for a client that does not read before the connection
+#: closes (Kafka closes a connection whose send does not progress after
+#: ``connections.max.idle.ms``; this is shorter because a never-reading client holds
+#: its buffers all that time).
+DEFAULT_WRITE_TIMEOUT_S = 60.0
 
 
 class Connection:
@@ -46,14 +67,30 @@ class Connection:
         *,
         sasl: SaslSession | None = None,
         principal: str = ANONYMOUS,
+        max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+        write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
+        stats: ServerStats | None = None,
     ) -> None:
         """``sasl``: the connection is on a SASL listener and must authenticate first
         (:mod:`~groupcoord.server.sasl_gate`); ``principal``: who it is until then (a TLS
-        client certificate's subject, or ANONYMOUS)."""
+        client certificate's subject, or ANONYMOUS); ``stats``: where requests, bytes and
+        SASL failures are counted (``None``: not counted)."""
         self._reader = reader
+        self._max_buffered_bytes = max_buffered_bytes
+        self._write_timeout_s = write_timeout_s
+        self._stats = stats
+        self._queued_bytes = 0  # reply frames in _replies and the writer's batch
+        #: when the last request was read (time.monotonic), for connections.max.idle.ms
+        self.last_request = time.monotonic()
         self._sasl = sasl
         self.principal = principal
         self._writer = writer
+        # the send buffer pauses the writer well before the byte bound: the reader, not
+        # the buffer, is what waits for a slow client (see _full)
+        transport = writer.transport
+        high = transport.get_write_buffer_limits()[1]
+        if high > max_buffered_bytes // 2:
+            transport.set_write_buffer_limits(high=max_buffered_bytes // 2)
         self._dispatcher = dispatcher
         self._max_frame_bytes = max_frame_bytes
         # replies in request order; _more is set whenever one is appended
@@ -89,6 +126,10 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                 await writer_task
             self._cancel_unfinished()
+            if self.close_reason is not None:
+                # a client that stopped reading would keep what is buffered for it (and
+                # the socket) until it reads: drop it
+                self._writer.transport.abort()
             self._writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await self._writer.wait_closed()
@@ -96,6 +137,16 @@ class Connection:
     def _stop_reading(self, _: object = None) -> None:
         if self._read_task is not None:
             self._read_task.cancel()
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Reply bytes this connection holds: queued, batched, in the send buffer."""
+        return self._queued_bytes + self._writer.transport.get_write_buffer_size()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing asked of this connection is unanswered (an idle timeout may close it)."""
+        return not self._replies and (self._current is None or self._current.done())
 
     def close(self, reason: str) -> None:
         """Stop reading and close (shutdown); replies already complete are still sent."""
@@ -113,6 +164,10 @@ class Connection:
                 return
             if not data:
                 return  # the client closed (possibly mid-frame)
+            self.last_request = time.monotonic()
+            stats = self._stats
+            if stats is not None:
+                stats.bytes_in += len(data)
             try:
                 complete = frames.feed(data)
             except InvalidRequestError as e:
@@ -130,23 +185,59 @@ class Connection:
                         if self._sasl.principal is not None:
                             self.principal = self._sasl.principal
                         if gate.close_reason is not None:
+                            if gate.delay_s and stats is not None:
+                                stats.authentication_failures += 1
                             # the reply (if any) is sent before the connection closes
                             log.warning("closing connection %s: %s", self.peer, gate.close_reason)
                             return
                         if not gate.dispatch:
                             continue
-                    reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
+                    if stats is None:
+                        reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
+                    else:
+                        start = perf_counter()
+                        reply = self._dispatcher.dispatch(frame, self.client_host, self.principal)
+                        if type(reply) is bytes:
+                            stats.request(frame[:2], perf_counter() - start)
+                        elif isinstance(reply, asyncio.Future):
+                            self._time_later(reply, frame[:2], start, stats)
                 except InvalidRequestError as e:
                     return self._abort(str(e))
                 except Exception as e:  # a handler bug must not take the server down
                     log.exception("request handling failed on %s", self.peer)
                     return self._abort(f"internal error: {type(e).__name__}")
                 self._push(reply)
-            while len(self._replies) >= MAX_QUEUED_REPLIES and not self._closing:
-                self._room.clear()
-                await self._room.wait()
+                # checked per request, not per read: one read may hold thousands of
+                # small requests whose replies are large (ApiVersions, Metadata)
+                if (
+                    len(self._replies) >= MAX_QUEUED_REPLIES
+                    or self._queued_bytes >= self._max_buffered_bytes
+                ):
+                    await self._wait_for_room()
+            await self._wait_for_room()
+
+    async def _wait_for_room(self) -> None:
+        while self._full() and not self._closing:
+            self._room.clear()
+            await self._room.wait()
+
+    @staticmethod
+    def _time_later(
+        reply: asyncio.Future[bytes | None], api_key: bytes, start: float, stats: ServerStats
+    ) -> None:
+        """Count a parked request's latency once its reply is ready (or given up on)."""
+        reply.add_done_callback(lambda _: stats.request(api_key, perf_counter() - start))
+
+    def _full(self) -> bool:
+        """Too much is waiting to be sent: read no more requests until it shrinks."""
+        return (
+            len(self._replies) >= MAX_QUEUED_REPLIES
+            or self.buffered_bytes >= self._max_buffered_bytes
+        )
 
     def _push(self, item: Reply | object) -> None:
+        if type(item) is bytes:
+            self._queued_bytes += len(item)
         self._replies.append(item)
         self._more.set()
 
@@ -155,7 +246,6 @@ class Connection:
         log.warning("closing connection %s: %s", self.peer, reason)
 
     async def _write_replies(self) -> None:
-        writer = self._writer
         batch: list[bytes] = []  # replies ready back to back go out in one send
         while True:
             while not self._replies:
@@ -165,8 +255,9 @@ class Connection:
             self._room.set()
             if item is _END:
                 if batch:
-                    writer.write(b"".join(batch))
-                    await writer.drain()
+                    self._send(batch)
+                    with contextlib.suppress(TimeoutError):
+                        await self._drain()
                 return
             if isinstance(item, asyncio.Future):
                 self._current = item
@@ -178,14 +269,17 @@ class Connection:
                     # given up on at close: send what is ready before it and nothing
                     # after it (a later reply would answer the wrong request)
                     if batch:
-                        writer.write(b"".join(batch))
-                        with contextlib.suppress(ConnectionError):
-                            await writer.drain()
+                        self._send(batch)
+                        with contextlib.suppress(ConnectionError, TimeoutError):
+                            await self._drain()
                     return
                 except Exception:
                     log.exception("request handling failed on %s", self.peer)
                     self._abort("internal error")
                     return
+                if data is not None:
+                    # counted from now: it stays in memory until sent
+                    self._queued_bytes += len(data)
             else:
                 data = item
             if data is not None:
@@ -196,13 +290,45 @@ class Connection:
                 batch.append(replies.popleft())  # type: ignore[arg-type]
             if not batch or self._next_is_ready():
                 continue
-            writer.write(b"".join(batch) if len(batch) > 1 else batch[0])
-            batch.clear()
+            self._send(batch)
             try:
-                await writer.drain()
+                await self._drain()
             except ConnectionError as e:
                 self._abort(f"write failed: {e}")
                 return
+            except TimeoutError:
+                return
+
+    def _send(self, batch: list[bytes]) -> None:
+        """Hand the batch to the transport (it now counts in its write buffer)."""
+        data = b"".join(batch) if len(batch) > 1 else batch[0]
+        self._queued_bytes -= sum(map(len, batch))
+        batch.clear()
+        self._writer.write(data)
+        if self._stats is not None:
+            self._stats.bytes_out += len(data)
+
+    async def _drain(self) -> None:
+        """Wait until the transport's buffer is below its high-water mark; a client that
+        takes nothing for ``write_timeout_s`` raises TimeoutError."""
+        writer = self._writer
+        transport = writer.transport
+        # the usual case, a buffer below the mark: drain() returns at once, no timer
+        if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+            await writer.drain()
+        else:
+            try:
+                async with asyncio.timeout(self._write_timeout_s):
+                    await writer.drain()
+            except TimeoutError:
+                self._abort(
+                    f"write timed out: the client took no reply bytes for "
+                    f"{self._write_timeout_s:g} s"
+                )
+                if self._stats is not None:
+                    self._stats.closed("write_timeout")
+                raise
+        self._room.set()  # the reader may be waiting for the buffer to shrink
 
     def _next_is_ready(self) -> bool:
         if not self._replies:

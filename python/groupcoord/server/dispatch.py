@@ -66,7 +66,7 @@ from groupcoord.protocol.wire import (
     encode_frame,
     encode_response,
 )
-from groupcoord.security.acl import ANONYMOUS, AclOperation, ResourceType
+from groupcoord.security.acl import ANONYMOUS
 from groupcoord.security.acl_apis import ACL_API_VERSIONS
 from groupcoord.security.authorizer import Allowed
 from groupcoord.server.access import (
@@ -255,12 +255,8 @@ class Dispatcher:
         correlation_id, request = decode_heartbeat_request(frame, groups.new_correlation())
         version = request.version
         authorizer = self._authorizer
-        if authorizer is not None and not authorizer.authorize(
-            principal,
-            client_host.lstrip("/"),
-            AclOperation.READ,
-            ResourceType.GROUP,
-            request.group_id,
+        if authorizer is not None and not authorizer.may_read_group(
+            principal, client_host, request.group_id
         ):
             return encode_heartbeat_response(
                 correlation_id, version, GroupAuthorizationFailedError.code

@@ -6,6 +6,14 @@ what serves: the topic log and its APIs (:mod:`groupcoord.broker`), one
 behind a :class:`~groupcoord.server.group_gateway.GroupGateway`, and the listening socket.
 Every connection is a :class:`~groupcoord.server.connection.Connection`.
 
+Limits, as Kafka names them: ``max_connections`` (``max.connections``, all listeners) and
+``max_connections_per_ip`` (``max.connections.per.ip``) close a new connection at accept
+when it would exceed them (logged, at most once a second with the count refused since);
+``connections_max_idle_ms`` (``connections.max.idle.ms``) closes a connection that sent
+no request for that long and has nothing outstanding (a parked JoinGroup is not idle).
+With ``metrics_port`` the server counts what it does (:mod:`~groupcoord.server.stats`)
+and serves it to Prometheus (:mod:`~groupcoord.server.metrics`).
+
 Shutdown (:meth:`Server.close`, or SIGTERM/SIGINT under :func:`run`): stop accepting,
 wait for the coordinator records already handed to the writer (so the commits received
 so far are answered), stop reading, send every reply already complete, give up on parked
@@ -26,9 +34,10 @@ import signal
 import socket
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from groupcoord.broker.data_apis import BrokerInfo, DataApiConfig, DataApis
 from groupcoord.broker.log import TopicLog, validate_topic_name
@@ -47,15 +56,23 @@ from groupcoord.security.acl import ANONYMOUS
 from groupcoord.security.authorizer import AclAuthorizer
 from groupcoord.security.sasl import SASL_MECHANISMS, SaslSession
 from groupcoord.server.acl_admin import AclAdmin
-from groupcoord.server.connection import Connection
+from groupcoord.server.connection import (
+    DEFAULT_MAX_BUFFERED_BYTES,
+    DEFAULT_WRITE_TIMEOUT_S,
+    Connection,
+)
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
 from groupcoord.server.listeners import Endpoint, parse_listener, tls_context, tls_principal
+from groupcoord.server.stats import ServerStats
 from groupcoord.storage.acl_store import AclStore, MemoryAclStore, SqliteAclStore
 from groupcoord.storage.credential_store import SqliteCredentialStore
 from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
+
+if TYPE_CHECKING:
+    from groupcoord.server.metrics import MetricsEndpoint
 
 __all__ = ["DATABASE_NAME", "Server", "ServerConfig", "StartupError", "WallClock", "run"]
 
@@ -72,6 +89,11 @@ SHUTDOWN_GRACE_S: Final = 5.0
 #: pauses of the event loop, measured, the heartbeat p99 with commits going on. Most of
 #: these objects die young if young collections are rarer.
 GC_THRESHOLDS: Final = (50_000, 20, 100)
+#: Kafka's ``connections.max.idle.ms`` default (10 minutes)
+DEFAULT_CONNECTIONS_MAX_IDLE_MS: Final = 600_000
+#: at most one "refused connection" warning per this many seconds (a flood would
+#: otherwise write a line per attempt)
+_REFUSAL_LOG_INTERVAL_S = 1.0
 
 
 class StartupError(Exception):
@@ -120,10 +142,44 @@ class ServerConfig:
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     ssl_cafile: str | None = None
+    #: connections open at once, all listeners (Kafka's ``max.connections``; None: no limit)
+    max_connections: int | None = None
+    #: connections open at once from one address (``max.connections.per.ip``)
+    max_connections_per_ip: int | None = None
+    #: close a connection with no request for this long (``connections.max.idle.ms``;
+    #: None: never)
+    connections_max_idle_ms: int | None = DEFAULT_CONNECTIONS_MAX_IDLE_MS
+    #: reply bytes one connection may hold before it stops reading (connection.py)
+    max_buffered_bytes_per_connection: int = DEFAULT_MAX_BUFFERED_BYTES
+    #: close a connection whose client takes no reply bytes for this long
+    connections_write_timeout_ms: int = int(DEFAULT_WRITE_TIMEOUT_S * 1000)
+    #: serve Prometheus metrics over HTTP on this port (0: any free port; None: off)
+    metrics_port: int | None = None
+    #: the metrics endpoint's address (None: ``host``)
+    metrics_host: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        for name in (
+            "max_connections",
+            "max_connections_per_ip",
+            "connections_max_idle_ms",
+        ):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be positive, got {value}")
+        if self.max_buffered_bytes_per_connection < 1:
+            raise ValueError(
+                "max buffered bytes per connection must be positive, got "
+                f"{self.max_buffered_bytes_per_connection}"
+            )
+        if self.connections_write_timeout_ms < 1:
+            raise ValueError(
+                f"write timeout must be positive, got {self.connections_write_timeout_ms}"
+            )
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics port must be in [0, 65535], got {self.metrics_port}")
         if self.max_frame_bytes < 1:
             raise ValueError(f"max frame bytes must be positive, got {self.max_frame_bytes}")
         if self.auto_create_partitions is not None and self.auto_create_partitions < 1:
@@ -217,6 +273,14 @@ class Server:
         #: each listener's endpoint and dispatcher (same order)
         self._routes: list[tuple[Endpoint, Dispatcher]] = []
         self._acl_store: AclStore | None = None
+        #: open connections per client address (max_connections_per_ip)
+        self._per_ip: Counter[str] = Counter()
+        self._refused_unlogged = 0
+        self._refusal_logged_at = -_REFUSAL_LOG_INTERVAL_S
+        self._idle_timer: asyncio.TimerHandle | None = None
+        #: what the server counts (None without metrics_port: nothing is counted)
+        self.stats: ServerStats | None = None
+        self.metrics: MetricsEndpoint | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -278,6 +342,9 @@ class Server:
         )
         if self.event_log is not None:
             self.event_log.attach(self.gateway)
+        if config.metrics_port is not None:
+            self.stats = ServerStats()
+            self.stats.attach(self.gateway)
         gateway = self.gateway
         # KIP-848 groups see the log's topics, by the ids Metadata gives clients
         gateway.update_topics(topic_metadata(topic_log))
@@ -322,8 +389,22 @@ class Server:
             )
             self._routes.append((bound, dispatcher))
         self.host, self.port = self.endpoints[0].host, self.endpoints[0].port
+        if self.stats is not None:
+            # imported here: prometheus_client is loaded only when metrics are served
+            from groupcoord.server.metrics import MetricsEndpoint
+
+            try:
+                self.metrics = MetricsEndpoint.start(
+                    self, config.metrics_host or config.host, config.metrics_port or 0
+                )
+            except OSError as exc:
+                raise StartupError(
+                    f"cannot serve metrics on port {config.metrics_port}: {exc.strerror or exc}"
+                ) from exc
+            log.info("metrics on http://%s:%d/metrics", self.metrics.host, self.metrics.port)
         for listener in self._listeners:
             await listener.start_serving()
+        self._arm_idle_timer()
         for endpoint in self.endpoints:
             log.info(
                 "serving %s on %s:%d (%s)",
@@ -381,6 +462,8 @@ class Server:
             await self._closed.wait()
             return
         self._closing = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         try:
             for listener in self._listeners:
                 listener.close()
@@ -411,6 +494,8 @@ class Server:
                 self._acl_store.close()
             if self._credentials is not None:
                 self._credentials.close()
+            if self.metrics is not None:
+                self.metrics.close()
             log.info("stopped")
             self._closed.set()
 
@@ -427,6 +512,13 @@ class Server:
         if self._closing:
             writer.close()
             return
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        refused = self._over_limit(address)
+        if refused is not None:
+            self._refuse(address, refused)
+            writer.transport.abort()
+            return
         principal = ANONYMOUS
         if endpoint.tls:
             principal = tls_principal(writer.get_extra_info("peercert")) or ANONYMOUS
@@ -435,22 +527,91 @@ class Server:
             credentials = self._credentials
             assert credentials is not None
             sasl = SaslSession(self.config.sasl_mechanisms, credentials.lookup)
+        config = self.config
         connection = Connection(
             reader,
             writer,
             dispatcher,
-            self.config.max_frame_bytes,
+            config.max_frame_bytes,
             sasl=sasl,
             principal=principal,
+            max_buffered_bytes=config.max_buffered_bytes_per_connection,
+            write_timeout_s=config.connections_write_timeout_ms / 1000,
+            stats=self.stats,
         )
         task = asyncio.current_task()
         assert task is not None
         self._connections[connection] = task
+        self._per_ip[address] += 1
         log.debug("connection from %s (%s)", connection.peer, endpoint.protocol)
         try:
             await connection.run()
         finally:
             del self._connections[connection]
+            self._per_ip[address] -= 1
+            if not self._per_ip[address]:
+                del self._per_ip[address]
+
+    def _over_limit(self, address: str) -> str | None:
+        """The limit (Kafka's name) a new connection from ``address`` would exceed."""
+        config = self.config
+        if config.max_connections is not None and len(self._connections) >= config.max_connections:
+            return "max.connections"
+        per_ip = config.max_connections_per_ip
+        if per_ip is not None and self._per_ip[address] >= per_ip:
+            return "max.connections.per.ip"
+        return None
+
+    def _refuse(self, address: str, limit: str) -> None:
+        if self.stats is not None:
+            self.stats.refused(limit)
+        self._refused_unlogged += 1
+        now = time.monotonic()
+        if now - self._refusal_logged_at >= _REFUSAL_LOG_INTERVAL_S:
+            log.warning(
+                "refused %d connection(s) (latest from %s): %s reached (%d open)",
+                self._refused_unlogged,
+                address,
+                limit,
+                len(self._connections),
+            )
+            self._refused_unlogged = 0
+            self._refusal_logged_at = now
+
+    def _arm_idle_timer(self) -> None:
+        idle_ms = self.config.connections_max_idle_ms
+        if idle_ms is None or self._closing:
+            return
+        # checked 4 times per timeout: a connection closes within 1.25 x the timeout
+        interval_s = min(max(idle_ms / 4000, 0.01), 30.0)
+        self._idle_timer = asyncio.get_running_loop().call_later(interval_s, self._close_idle)
+
+    def _close_idle(self) -> None:
+        """Close the connections idle for ``connections_max_idle_ms`` (Kafka's selector
+        does this on every poll)."""
+        idle_ms = self.config.connections_max_idle_ms
+        assert idle_ms is not None
+        cutoff = time.monotonic() - idle_ms / 1000
+        for connection in list(self._connections):
+            if connection.last_request <= cutoff and connection.idle:
+                log.info(
+                    "closing connection %s: no request for %d ms (connections.max.idle.ms)",
+                    connection.peer,
+                    idle_ms,
+                )
+                if self.stats is not None:
+                    self.stats.closed("idle")
+                connection.close("idle")
+        self._arm_idle_timer()
+
+    @property
+    def open_connections(self) -> list[Connection]:
+        return list(self._connections)
+
+    @property
+    def per_ip_connections(self) -> dict[str, int]:
+        """Open connections per client address."""
+        return dict(self._per_ip)
 
 
 def topic_metadata(topic_log: TopicLog) -> list[TopicMetadata]:

@@ -1,0 +1,216 @@
+"""Connection limits over real sockets: ``max_connections``, ``max_connections_per_ip``,
+``connections_max_idle_ms``, and the bound on what a client that never reads its replies
+can make the server hold. In every case a well-behaved client keeps being answered."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
+from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
+from kio.schema.metadata.v1.request import MetadataRequestTopic
+from kio.schema.types import TopicName
+from server_harness import run_scenario
+from wire_client import WireClient
+
+from groupcoord.config import CoordinatorConfig
+from groupcoord.coordinator import JoinGroupRequest
+from groupcoord.protocol.client import ClientCodec
+from groupcoord.protocol.group_messages import to_kio_request
+from groupcoord.server import Server, ServerConfig
+from serve_process import ServerProcess
+
+
+async def answers(server: Server, client: WireClient | None = None) -> None:
+    """ApiVersions and Metadata round trips on ``client`` (a new connection if None)."""
+    own = client is None
+    if client is None:
+        client = await WireClient.connect("127.0.0.1", server.port)
+    versions = await client.call(ApiVersionsV0())
+    assert versions.error_code == 0
+    metadata = await client.call(MetadataV1(topics=None))
+    assert [b.port for b in metadata.brokers] == [server.port]
+    if own:
+        await client.close()
+
+
+async def wait_until(condition: object, timeout_s: float = 10.0) -> None:
+    assert callable(condition)
+    async with asyncio.timeout(timeout_s):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def test_connections_beyond_max_connections_are_closed_at_accept() -> None:
+    async def scenario(server: Server) -> None:
+        kept = [await WireClient.connect("127.0.0.1", server.port) for _ in range(4)]
+        for client in kept:
+            await answers(server, client)
+        # a flood: 50 more connections, each closed by the server without an answer
+        flood = [await WireClient.connect("127.0.0.1", server.port) for _ in range(50)]
+        for client in flood:
+            await client.send(ApiVersionsV0())
+        for client in flood:
+            assert await client.closed_by_server()
+            await client.close()
+        assert server.connections == 4
+        for client in kept:  # the ones within the limit are still served
+            await answers(server, client)
+        # a slot freed is a slot a new client gets
+        await kept.pop().close()
+        await wait_until(lambda: server.connections == 3)
+        await answers(server)
+        for client in kept:
+            await client.close()
+
+    run_scenario(scenario, max_connections=4)
+
+
+def test_max_connections_per_ip_leaves_other_addresses_served() -> None:
+    async def connect_from(address: str, port: int) -> WireClient:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(address, 0))
+        return WireClient(reader, writer)
+
+    async def scenario(server: Server) -> None:
+        mine = [await connect_from("127.0.0.2", server.port) for _ in range(2)]
+        for client in mine:
+            await answers(server, client)
+        extra = await connect_from("127.0.0.2", server.port)
+        await extra.send(ApiVersionsV0())
+        assert await extra.closed_by_server()
+        assert server.per_ip_connections == {"127.0.0.2": 2}
+        # another address is not held back by 127.0.0.2's connections
+        await answers(server)
+        for client in mine:
+            await client.close()
+
+    run_scenario(scenario, max_connections_per_ip=2)
+
+
+def test_a_connection_with_no_request_for_the_idle_timeout_is_closed() -> None:
+    idle_ms = 300
+
+    async def scenario(server: Server) -> None:
+        quiet = await WireClient.connect("127.0.0.1", server.port)
+        await answers(server, quiet)
+        last_request = time.monotonic()
+        busy = await WireClient.connect("127.0.0.1", server.port)
+        # a client that asks every 100 ms (a third of the timeout) is never idle
+        closed_quiet = asyncio.ensure_future(quiet.closed_by_server())
+        while not closed_quiet.done():
+            await answers(server, busy)
+            await asyncio.sleep(0.1)
+        waited = time.monotonic() - last_request
+        assert idle_ms / 1000 <= waited < 5 * idle_ms / 1000
+        await answers(server, busy)
+        assert server.connections == 1
+        await quiet.close()
+        await busy.close()
+
+    run_scenario(scenario, connections_max_idle_ms=idle_ms)
+
+
+def test_a_parked_join_group_is_not_idle() -> None:
+    """A JoinGroup waiting out the initial rebalance delay (longer than the idle timeout)
+    gets its answer; the connection is closed once idle after that."""
+
+    async def scenario(server: Server) -> None:
+        client = await WireClient.connect("127.0.0.1", server.port)
+        join = JoinGroupRequest(
+            version=3,
+            group_id="g",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            protocol_type="consumer",
+            protocols=(("range", b""),),
+        )
+        started = time.monotonic()
+        response = await client.call(to_kio_request(join))
+        assert response.error_code == 0
+        assert time.monotonic() - started >= 0.8  # it was parked the whole delay
+        assert await client.closed_by_server()
+        await client.close()
+
+    run_scenario(
+        scenario,
+        connections_max_idle_ms=200,
+        coordinator=CoordinatorConfig(group_initial_rebalance_delay_ms=800),
+    )
+
+
+def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> None:
+    budget = 64 * 1024
+    # replies of ~20 KB (a topic of 1,000 partitions): the 1,024 queued replies a
+    # connection may hold (MAX_QUEUED_REPLIES) would be 20 MB without the byte budget
+    requests = 2_000
+
+    async def scenario(server: Server) -> None:
+        # a raw socket with a small receive buffer that pipelines and never reads
+        hog = socket.socket()
+        hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hog.connect(("127.0.0.1", server.port))
+        hog.setblocking(False)
+        codec = ClientCodec(client_id="hog")
+        big = MetadataV1(topics=(MetadataRequestTopic(name=TopicName("big")),))
+        frames = b"".join(codec.encode(big)[1] for _ in range(requests))
+        _, writer = await asyncio.open_connection(sock=hog)
+        writer.write(frames)  # the loop sends it as the server reads; never awaited
+        await wait_until(lambda: server.connections == 1)
+        (held,) = server.open_connections
+        peak = 0
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            # others are answered all along
+            await answers(server)
+            peak = max(peak, held.buffered_bytes)
+        # the budget, plus at most one reply over it and one batch the writer holds
+        assert budget // 2 < peak <= 2 * budget
+        # the write timeout closes it; what it had not taken is dropped
+        await wait_until(lambda: held not in server.open_connections)
+        await answers(server)
+        writer.transport.abort()
+
+    run_scenario(
+        scenario,
+        topics=(("big", 1_000),),
+        max_buffered_bytes_per_connection=budget,
+        connections_write_timeout_ms=2_000,
+    )
+
+
+def test_the_cli_flags_reach_the_server(serve_factory: Callable[..., ServerProcess]) -> None:
+    server = serve_factory("--max-connections", "1", "--connections-max-idle-ms", "300")
+
+    async def scenario() -> None:
+        first = await WireClient.connect(server.host, server.port)
+        assert (await first.call(ApiVersionsV0())).error_code == 0
+        second = await WireClient.connect(server.host, server.port)
+        await second.send(ApiVersionsV0())
+        assert await second.closed_by_server()  # max.connections
+        assert await first.closed_by_server(timeout_s=5)  # connections.max.idle.ms
+        await first.close()
+        await second.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"max_connections": 0}, "max-connections must be positive"),
+        ({"max_connections_per_ip": -1}, "max-connections-per-ip must be positive"),
+        ({"connections_max_idle_ms": 0}, "connections-max-idle-ms must be positive"),
+        ({"max_buffered_bytes_per_connection": 0}, "max buffered bytes per connection"),
+        ({"connections_write_timeout_ms": 0}, "write timeout must be positive"),
+        ({"metrics_port": 70_000}, "metrics port must be in [0, 65535]"),
+    ],
+)
+def test_bad_limit_settings(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ServerConfig(data_dir=None, **settings)
