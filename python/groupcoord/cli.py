@@ -436,6 +436,24 @@ def serve(
             " group.consumer.min.heartbeat.interval.ms lowers that bound to it.",
         ),
     ] = 5_000,
+    offsets_retention_minutes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="MINUTES",
+            help="Kafka's offsets.retention.minutes: an Empty group's offsets go this long"
+            " after it became Empty (a simple consumer's, after their commit), and the"
+            " group with them.",
+        ),
+    ] = 10_080,
+    offsets_retention_check_interval_ms: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="MS",
+            help="Kafka's offsets.retention.check.interval.ms: how often expiry is checked.",
+        ),
+    ] = 600_000,
     max_frame_bytes: Annotated[
         int,
         typer.Option(
@@ -592,6 +610,8 @@ def serve(
         "group.min.session.timeout.ms": group_min_session_timeout_ms,
         "group.max.session.timeout.ms": group_max_session_timeout_ms,
         "group.initial.rebalance.delay.ms": group_initial_rebalance_delay_ms,
+        "offsets.retention.minutes": offsets_retention_minutes,
+        "offsets.retention.check.interval.ms": offsets_retention_check_interval_ms,
     }
     if group_max_size is not None:
         settings["group.max.size"] = group_max_size

@@ -54,6 +54,10 @@ class CoordinatorConfig:
     group_initial_rebalance_delay_ms: int = 3_000
     group_max_size: int = INT32_MAX
     offset_metadata_max_bytes: int = 4_096
+    # KIP-211: an Empty group's offsets go this long after it became Empty (a simple
+    # consumer's: after their commit); checked every offsets.retention.check.interval.ms.
+    offsets_retention_minutes: int = 10_080
+    offsets_retention_check_interval_ms: int = 600_000
     new_member_join_timeout_ms: int = 300_000
     # KIP-848 consumer groups: the coordinator, not the member, decides the session
     # timeout and the heartbeat interval; the min/max bounds constrain the defaults.
@@ -72,6 +76,8 @@ class CoordinatorConfig:
         "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
         "group.max.size": "group_max_size",
         "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+        "offsets.retention.minutes": "offsets_retention_minutes",
+        "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
         "group.consumer.session.timeout.ms": "group_consumer_session_timeout_ms",
         "group.consumer.min.session.timeout.ms": "group_consumer_min_session_timeout_ms",
         "group.consumer.max.session.timeout.ms": "group_consumer_max_session_timeout_ms",
@@ -92,6 +98,10 @@ class CoordinatorConfig:
                 raise ConfigError(f"{label} must be in [0, {INT32_MAX}], got {value}")
         if self.group_max_size < 1:
             raise ConfigError(f"group.max.size must be at least 1, got {self.group_max_size}")
+        for attr in ("offsets_retention_minutes", "offsets_retention_check_interval_ms"):
+            if getattr(self, attr) < 1:  # Kafka's atLeast(1)
+                label = names[attr]
+                raise ConfigError(f"{label} must be at least 1, got {getattr(self, attr)}")
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise ConfigError(
                 "group.min.session.timeout.ms "
@@ -124,6 +134,10 @@ class CoordinatorConfig:
                 f"group.consumer.{suffix} ({value}) must be within "
                 f"[group.consumer.min.{suffix} ({low}), group.consumer.max.{suffix} ({high})]"
             )
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60_000
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, object]) -> CoordinatorConfig:

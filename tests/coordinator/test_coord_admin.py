@@ -164,6 +164,8 @@ def test_config_defaults_are_kafkas() -> None:
         "group.consumer.min.heartbeat.interval.ms": 5_000,
         "group.consumer.max.heartbeat.interval.ms": 15_000,
         "group.consumer.max.size": 2**31 - 1,
+        "offsets.retention.minutes": 10_080,
+        "offsets.retention.check.interval.ms": 600_000,
         "new_member_join_timeout_ms": 300_000,
     }
 

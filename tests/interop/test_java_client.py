@@ -166,6 +166,11 @@ def test_admin_lists_describes_and_reads_offsets_of_a_live_group(
         assert refused.get("error") == "org.apache.kafka.common.errors.UnknownMemberIdException"
         refused = admin("delete", "watched")
         assert refused.get("error") == "org.apache.kafka.common.errors.GroupNotEmptyException"
+        refused = admin("delete-offsets", "watched", scenarios.TOPIC, 0)
+        assert refused.get("error") == (
+            "org.apache.kafka.common.errors.GroupSubscribedToTopicException"
+        ), refused
+        assert {(t, p): o for t, p, o in admin.ok("offsets", "watched")} == offsets
         a.close()
         b.close()
 
@@ -191,14 +196,12 @@ def test_admin_alters_offsets_and_deletes_an_empty_group(
     after = {(t, p): o for t, p, o in admin.ok("offsets", "emptied")}
     assert after == {**before, (scenarios.TOPIC, 3): 1}
 
-    # OffsetDelete (API 47) is not served: the client gets a clear UNSUPPORTED answer
-    # (ApiVersions does not list it) and nothing changes (README, "Serving")
-    deleted = admin("delete-offsets", "emptied", scenarios.TOPIC, 3)
-    assert deleted == {
-        "error": "org.apache.kafka.common.errors.UnsupportedVersionException",
-        "message": "The node does not support OFFSET_DELETE",
-    }, deleted
-    assert {(t, p): o for t, p, o in admin.ok("offsets", "emptied")} == after
+    # OffsetDelete (API 47): an Empty group loses the offset named, durably, and keeps
+    # the others
+    assert admin.ok("delete-offsets", "emptied", scenarios.TOPIC, 3) == "deleted"
+    left = {(t, p): o for t, p, o in admin.ok("offsets", "emptied")}
+    assert left == {k: v for k, v in after.items() if k != (scenarios.TOPIC, 3)}
+    assert committed_offsets(server.bootstrap, "emptied") == left
 
     assert admin.ok("delete", "emptied") == "deleted"
     assert "emptied" not in {g["group_id"] for g in admin.ok("list")}
@@ -282,3 +285,14 @@ def test_kafka_consumer_groups_lists_describes_and_resets(server: Server, tmp_pa
         # no member any more; offsets back at the start, the whole log as lag
         end = str(ends.get(int(r["PARTITION"]), 0))
         assert (r["CONSUMER-ID"], r["CURRENT-OFFSET"], r["LAG"]) == ("-", "0", end), r
+
+    # --delete-offsets (OffsetDelete): the Empty group forgets partitions 0 and 1
+    deleted = consumer_groups(
+        bootstrap, "--delete-offsets", "--group", "tooled", "--topic", f"{scenarios.TOPIC}:0,1"
+    )
+    assert "Request succeeded for deleting offsets from group tooled." in deleted, deleted
+    statuses = {tuple(line.split()) for line in deleted.splitlines()[1:] if line.strip()}
+    assert {(scenarios.TOPIC, str(p), "Successful") for p in (0, 1)} <= statuses, deleted
+    assert committed_offsets(bootstrap, "tooled") == {
+        (scenarios.TOPIC, p): 0 for p in range(2, scenarios.PARTITIONS)
+    }

@@ -49,6 +49,11 @@ from groupcoord.coordinator.messages import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
@@ -261,6 +266,20 @@ def delete_request(v: int) -> st.SearchStrategy[AnyRequest]:
     )
 
 
+def offset_delete_request(v: int) -> st.SearchStrategy[AnyRequest]:
+    topic = st.builds(
+        OffsetDeleteRequestTopic,
+        name=names,
+        partitions=st.lists(st.integers(0, 2**31 - 1), max_size=3).map(tuple),
+    )
+    return st.builds(
+        OffsetDeleteRequest,
+        version=st.just(v),
+        group_id=names,
+        topics=st.lists(topic, max_size=3).map(tuple),
+    )
+
+
 topic_ids = st.uuids()
 partition_ids = st.lists(st.integers(0, 2**31 - 1), max_size=4).map(tuple)
 owned_topics = st.lists(
@@ -306,6 +325,7 @@ REQUESTS = {
     15: describe_request,
     16: list_request,
     42: delete_request,
+    47: offset_delete_request,
     68: consumer_heartbeat_request,
     69: consumer_describe_request,
 }
@@ -453,6 +473,23 @@ def delete_response(v: int) -> st.SearchStrategy[AnyResponse]:
     )
 
 
+def offset_delete_response(v: int) -> st.SearchStrategy[AnyResponse]:
+    partition = st.builds(
+        OffsetDeleteResponsePartition, partition_index=st.integers(0, 2**31 - 1), error=errors
+    )
+    topic = st.builds(
+        OffsetDeleteResponseTopic,
+        name=names,
+        partitions=st.lists(partition, max_size=3).map(tuple),
+    )
+    return st.builds(
+        OffsetDeleteResponse,
+        version=st.just(v),
+        error=errors,
+        topics=st.lists(topic, max_size=3).map(tuple),
+    )
+
+
 def consumer_heartbeat_response(v: int) -> st.SearchStrategy[AnyResponse]:
     return st.builds(
         ConsumerGroupHeartbeatResponse,
@@ -519,6 +556,7 @@ RESPONSES = {
     15: describe_response,
     16: list_response,
     42: delete_response,
+    47: offset_delete_response,
     68: consumer_heartbeat_response,
     69: consumer_describe_response,
 }

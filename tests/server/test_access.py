@@ -16,6 +16,9 @@ from groupcoord.coordinator import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
@@ -24,7 +27,11 @@ from groupcoord.coordinator import (
 )
 from groupcoord.coordinator.output import CoordinatorRequest as AnyRequest
 from groupcoord.coordinator.output import CoordinatorResponse as AnyResponse
-from groupcoord.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+from groupcoord.errors import (
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    TopicAuthorizationFailedError,
+)
 from groupcoord.security import (
     AclAuthorizer,
     AclBinding,
@@ -129,6 +136,48 @@ def test_offset_commit_without_any_readable_topic_never_reaches_the_coordinator(
     assert shell.coordinator.group_state("g") is None  # no group was created
     denied = through(shell, commit("g", "a"), AclAuthorizer())
     assert errors_of(denied) == {"a": GroupAuthorizationFailedError}
+
+
+def offset_delete(group: str, *topics: str) -> OffsetDeleteRequest:
+    return OffsetDeleteRequest(
+        version=0,
+        correlation=2,
+        group_id=group,
+        topics=tuple(OffsetDeleteRequestTopic(name=t, partitions=(0, 1)) for t in topics),
+    )
+
+
+def test_offset_delete_needs_delete_on_the_group_and_read_on_each_topic() -> None:
+    shell = SyncShell()
+    may_commit = AclAuthorizer(
+        [grant(ResourceType.GROUP, "g", AclOperation.READ)]
+        + [grant(ResourceType.TOPIC, t, AclOperation.READ) for t in "ab"]
+    )
+    through(shell, commit("g", "a", "b"), may_commit)
+    # READ on the group is not enough: Kafka asks for DELETE, and answers for the group
+    refused = through(shell, offset_delete("g", "a"), may_commit)
+    assert isinstance(refused, OffsetDeleteResponse)
+    assert (refused.error, refused.topics) == (GroupAuthorizationFailedError, ())
+    authorizer = AclAuthorizer(
+        [
+            grant(ResourceType.GROUP, "g", AclOperation.DELETE),
+            grant(ResourceType.TOPIC, "a", AclOperation.READ),
+        ]
+    )
+    response = through(shell, offset_delete("g", "b", "a"), authorizer)
+    assert isinstance(response, OffsetDeleteResponse) and response.error is None
+    assert [
+        (t.name, [(p.partition_index, p.error) for p in t.partitions]) for t in response.topics
+    ] == [
+        ("b", [(0, TopicAuthorizationFailedError), (1, TopicAuthorizationFailedError)]),
+        ("a", [(0, None), (1, None)]),
+    ]
+    assert set(shell.coordinator.committed_offsets("g")) == {("b", 0)}
+    # no readable topic left: the coordinator still says the group does not exist
+    only_group = AclAuthorizer([grant(ResourceType.GROUP, "nope", AclOperation.DELETE)])
+    missing = through(shell, offset_delete("nope", "b"), only_group)
+    assert isinstance(missing, OffsetDeleteResponse)
+    assert (missing.error, missing.topics) == (GroupIdNotFoundError, ())
 
 
 def test_offset_fetch_hides_or_refuses_topics_the_caller_may_not_describe() -> None:

@@ -43,7 +43,7 @@ def test_unsupported_answer_is_v0_with_the_api_versions_range_only() -> None:
 
 
 def test_the_table_has_the_group_and_data_apis_and_nothing_else() -> None:
-    group = {8, 9, 11, 12, 13, 14, 15, 16, 42}
+    group = {8, 9, 11, 12, 13, 14, 15, 16, 42, 47}
     kip848 = {68, 69}  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
     assert set(TABLE) == group | kip848 | set(DATA_API_VERSIONS) | {10, 18}
     assert list(TABLE) == sorted(TABLE)

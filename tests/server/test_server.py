@@ -34,6 +34,9 @@ from groupcoord.coordinator import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
@@ -302,6 +305,68 @@ def test_offset_commit_to_unknown_topics_or_partitions_is_refused_per_partition(
         await client.close()
 
     run_scenario(scenario, topics=(("t", 2),))
+
+
+def test_offset_delete_over_the_wire_is_durable(tmp_path: Path) -> None:
+    """OffsetDelete (API 47, advertised) of an Empty group's offset; a restart on the same
+    data directory does not bring it back."""
+    data_dir = str(tmp_path / "data")
+
+    def part(index: int) -> OffsetCommitRequestPartition:
+        return OffsetCommitRequestPartition(partition_index=index, committed_offset=10 + index)
+
+    async def commit_then_delete(server: Server) -> None:
+        client = await connect(server)
+        versions = await client.call(
+            ApiVersionsV3(client_software_name="t", client_software_version="1")
+        )
+        assert {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}[47] == (
+            0,
+            0,
+        )
+        commit = OffsetCommitRequest(
+            version=8,
+            group_id="offsets",
+            topics=(OffsetCommitRequestTopic(name="t", partitions=(part(0), part(1))),),
+        )
+        assert isinstance(await group_call(client, commit), OffsetCommitResponse)
+        deleted = await group_call(
+            client,
+            OffsetDeleteRequest(
+                version=0,
+                group_id="offsets",
+                topics=(
+                    OffsetDeleteRequestTopic(name="t", partitions=(0, 5)),
+                    OffsetDeleteRequestTopic(name="missing", partitions=(0,)),
+                ),
+            ),
+        )
+        assert isinstance(deleted, OffsetDeleteResponse) and deleted.error is None
+        assert {
+            (t.name, p.partition_index): p.error for t in deleted.topics for p in t.partitions
+        } == {
+            ("t", 0): None,
+            ("t", 5): UnknownTopicOrPartitionError,
+            ("missing", 0): UnknownTopicOrPartitionError,
+        }
+        await client.close()
+
+    async def fetch(server: Server) -> dict[int, int]:
+        client = await connect(server)
+        fetched = await group_call(
+            client,
+            OffsetFetchRequest(
+                version=7,
+                group_id="offsets",
+                topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1)),),
+            ),
+        )
+        await client.close()
+        assert isinstance(fetched, OffsetFetchResponse)
+        return {p.partition_index: p.committed_offset for p in fetched.topics[0].partitions}
+
+    run_scenario(commit_then_delete, topics=(("t", 2),), data_dir=data_dir)
+    assert run_scenario(fetch, topics=(("t", 2),), data_dir=data_dir) == {0: -1, 1: 11}
 
 
 # ---------------------------------------------------------------- Fetch long poll

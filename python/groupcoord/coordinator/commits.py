@@ -37,6 +37,7 @@ from groupcoord.coordinator.messages import (
 )
 from groupcoord.coordinator.offsets import OffsetAndMetadata, OffsetsRecord
 from groupcoord.coordinator.rebalance import Rebalancer
+from groupcoord.coordinator.retention import arm_after_commit
 from groupcoord.coordinator.states import GroupState
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
@@ -216,6 +217,7 @@ def _on_offsets_persisted(
 ) -> None:
     if ok:
         group.offsets.update(offsets)
+        arm_after_commit(rb, group, offsets)
     else:
         log.warning("group %s: offset commit was not persisted", group.group_id)
         for tp in offsets:

@@ -177,6 +177,8 @@ def _register(rb: Rebalancer, group: ConsumerGroup) -> None:
         group.offsets.update(classic.offsets)
         rb.expiry.remove_group(gid)
         rb.rebalances_started.pop(gid, None)
+        if group.offsets:
+            rb.check_retention(gid)  # the classic group's retention check went with it
         log.info("group %s: empty classic group replaced by a consumer group", gid)
     rb.consumer_groups[gid] = group
 
@@ -533,6 +535,8 @@ def fence_member(
     log.info("group %s: member %s removed (%s)", gid, mid, why)
     group.remove_member(mid)
     rb.expiry.clear(gid, mid)
+    if group.is_empty():
+        rb.check_retention(gid)  # idle now: its offsets may expire, the group with them
     _refresh_subscription(rb, group)
     _bump(group, f"member {mid} {why}")
     rb.events.append(

@@ -64,12 +64,15 @@ from groupcoord.coordinator.messages import (
     LeaveGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from groupcoord.coordinator.offset_delete import handle_offset_delete
 from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState
 from groupcoord.coordinator.output import CoordinatorRequest, Output, WriteBatch
 from groupcoord.coordinator.rebalance import MemberIdFactory, OnPersisted, Rebalancer
+from groupcoord.coordinator.retention import arm_loaded_groups, on_retention_deadline
 from groupcoord.coordinator.states import GroupState
 from groupcoord.coordinator.topics import TopicImage, TopicMetadata, TopicView
 from groupcoord.types import TopicPartition
@@ -215,6 +218,7 @@ class GroupCoordinator:
             topics,
         )
         self._rb.on_consumer_deadline = partial(on_consumer_deadline, self._rb)
+        self._rb.on_retention_deadline = partial(on_retention_deadline, self._rb)
         self._batch_ids = itertools.count(1)
         #: batches handed out and not yet reported, oldest first: (id, what to do then)
         self._in_flight: deque[tuple[int, list[OnPersisted]]] = deque()
@@ -446,6 +450,7 @@ class GroupCoordinator:
         for group in rb.groups.values():
             if group.size > rb.config.group_max_size:
                 rb.prepare_rebalance(group, "loaded group is over group.max.size")
+        arm_loaded_groups(rb)
         if rb.groups:
             log.info("loaded %d groups", len(rb.groups))
 
@@ -468,6 +473,7 @@ _HANDLERS: dict[type[Any], Callable[[Rebalancer, Any], None]] = {
     DescribeGroupsRequest: handle_describe_groups,
     ListGroupsRequest: handle_list_groups,
     DeleteGroupsRequest: handle_delete_groups,
+    OffsetDeleteRequest: handle_offset_delete,
     ConsumerGroupHeartbeatRequest: handle_consumer_group_heartbeat,
     ConsumerGroupDescribeRequest: handle_consumer_group_describe,
 }

@@ -411,6 +411,9 @@ class Group:
             if record.leader_id in group.members:
                 group.leader_id = record.leader_id
             group.state = GroupState.STABLE
+        elif record.state_timestamp_ms >= 0:
+            # when it became Empty: its offsets' retention counts from then (KIP-211)
+            group.state_timestamp_ms = record.state_timestamp_ms
         # An Empty group may remember a protocol type; add() only sets it for members.
         group.protocol_type = record.protocol_type
         return group

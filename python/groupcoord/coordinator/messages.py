@@ -53,6 +53,11 @@ __all__ = [
     "OffsetCommitResponse",
     "OffsetCommitResponsePartition",
     "OffsetCommitResponseTopic",
+    "OffsetDeleteRequest",
+    "OffsetDeleteRequestTopic",
+    "OffsetDeleteResponse",
+    "OffsetDeleteResponsePartition",
+    "OffsetDeleteResponseTopic",
     "OffsetFetchRequest",
     "OffsetFetchRequestGroup",
     "OffsetFetchRequestTopic",
@@ -781,6 +786,66 @@ class DeleteGroupsResponse(Response):
     results: tuple[DeletableGroupResult, ...] = ()
 
 
+# --------------------------------------------------------------------------------------
+# OffsetDelete (API 47, v0)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteRequestTopic:
+    name: str
+    partitions: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        _str(self.name, "topics[].name")
+        parts = _tuple(self.partitions, "topics[].partitions")
+        for p in parts:
+            _int(p, "topics[].partitions[]")
+        _set(self, "partitions", parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteRequest(Request):
+    """OffsetDelete: the committed offsets of these partitions go (what
+    ``kafka-consumer-groups --delete-offsets`` and Java's
+    ``Admin.deleteConsumerGroupOffsets`` send)."""
+
+    API_KEY: ClassVar[int] = 47
+    MAX_VERSION: ClassVar[int] = 0
+
+    group_id: str
+    topics: tuple[OffsetDeleteRequestTopic, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_version(self)
+        _str(self.group_id, "group_id")
+        topics = _tuple(self.topics, "topics")
+        for t in topics:
+            if not isinstance(t, OffsetDeleteRequestTopic):
+                raise TypeError(
+                    f"topics[] must be OffsetDeleteRequestTopic, not {type(t).__name__}"
+                )
+        _set(self, "topics", topics)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteResponsePartition(ErrorResult):
+    partition_index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteResponseTopic:
+    name: str
+    partitions: tuple[OffsetDeleteResponsePartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteResponse(ErrorResponse):
+    """A group-level ``error`` (then no topics), or one result per partition."""
+
+    topics: tuple[OffsetDeleteResponseTopic, ...] = ()
+
+
 AnyRequest: TypeAlias = (
     JoinGroupRequest
     | SyncGroupRequest
@@ -791,6 +856,7 @@ AnyRequest: TypeAlias = (
     | DescribeGroupsRequest
     | ListGroupsRequest
     | DeleteGroupsRequest
+    | OffsetDeleteRequest
 )
 
 AnyResponse: TypeAlias = (
@@ -803,4 +869,5 @@ AnyResponse: TypeAlias = (
     | DescribeGroupsResponse
     | ListGroupsResponse
     | DeleteGroupsResponse
+    | OffsetDeleteResponse
 )

@@ -8,7 +8,9 @@ records), never writing them itself:
 - a :class:`GroupRecord` whenever Kafka writes group metadata: a join phase that leaves the
   group Empty, a leader's assignment (the group becomes Stable), a static member replaced
   in a Stable group;
-- a :class:`GroupTombstone` for DeleteGroups (metadata and offsets).
+- a :class:`GroupTombstone` for DeleteGroups and for an Empty group whose offsets all
+  expired (metadata and offsets);
+- an :class:`OffsetTombstone` for OffsetDelete and for offsets past their retention.
 
 The shell writes them with :meth:`OffsetStore.write` (one atomic, durable transaction for
 any number of records) and tells the coordinator whether they were persisted; a response
@@ -34,6 +36,7 @@ __all__ = [
     "MemoryOffsetStore",
     "OffsetAndMetadata",
     "OffsetStore",
+    "OffsetTombstone",
     "OffsetsRecord",
     "StoreError",
     "StoreRecord",
@@ -99,8 +102,16 @@ class GroupTombstone:
     group_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetTombstone:
+    """Committed offsets of a group that go (OffsetDelete, retention); the group stays."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...]
+
+
 #: What a store writes; a batch is applied in order (a later record wins).
-StoreRecord = OffsetsRecord | GroupRecord | GroupTombstone
+StoreRecord = OffsetsRecord | GroupRecord | GroupTombstone | OffsetTombstone
 
 
 @dataclass(slots=True)
@@ -167,6 +178,13 @@ class MemoryOffsetStore:
             elif isinstance(record, GroupTombstone):
                 self._groups.pop(record.group_id, None)
                 self._offsets.pop(record.group_id, None)
+            elif isinstance(record, OffsetTombstone):
+                offsets = self._offsets.get(record.group_id)
+                if offsets is not None:
+                    for tp in record.partitions:
+                        offsets.pop(tp, None)
+                    if not offsets:
+                        del self._offsets[record.group_id]
             else:
                 raise TypeError(f"not a store record: {type(record).__name__}")
         self.writes += 1

@@ -20,6 +20,13 @@ key (group, member)        kind     meaning
 (group, ``GROUP_TIMER``)   SYNC     members must have sent SyncGroup (KAFKA-12890)
 =========================  =======  =============================================
 
+Offsets retention, for classic and KIP-848 groups alike (acted on by
+``on_retention_deadline``, :mod:`groupcoord.coordinator.retention`):
+
+=========================  =======  =============================================
+(group, ``GROUP_TIMER``)   SESSION  the group's next offsets-retention check
+=========================  =======  =============================================
+
 KIP-848 consumer groups (``consumer_groups``) keep theirs in the same table and are acted
 on by ``on_consumer_deadline`` (:mod:`groupcoord.coordinator.consumer_heartbeat`):
 
@@ -94,6 +101,7 @@ class Rebalancer:
         "now",
         "on_consumer_deadline",
         "on_persisted",
+        "on_retention_deadline",
         "out",
         "rebalances_started",
         "records",
@@ -121,6 +129,8 @@ class Rebalancer:
         self.topics = TopicImage()
         #: ``(group, member, kind)`` of a consumer group's expired deadline
         self.on_consumer_deadline: Callable[[str, str, str], None] | None = None
+        #: ``(group)`` whose offsets-retention check is due
+        self.on_retention_deadline: Callable[[str], None] | None = None
         #: Responses released since the coordinator last handed them out.
         self.out: list[CoordinatorResponse] = []
         #: Records to persist since the coordinator last handed them out, and what to do
@@ -178,6 +188,18 @@ class Rebalancer:
             self.now,
             member.session_timeout_ms if timeout_ms < 0 else timeout_ms,
         )
+
+    def check_retention(self, group_id: str, at_ms: int = -1) -> None:
+        """Check the group's offsets for expiry at the first retention check (every
+        offsets.retention.check.interval.ms, on the epoch's grid) at or after ``at_ms``
+        and after now, unless a check is due before then already. (Strictly after now: a
+        check that re-arms itself can never spin within one instant.)"""
+        interval = self.config.offsets_retention_check_interval_ms
+        due = -(-max(at_ms, self.now + 1) // interval) * interval
+        armed = self.expiry.deadline(group_id, GROUP_TIMER, SESSION)
+        if armed is None or due < armed:
+            # a SESSION "heartbeat" dated ``due`` with no timeout is a deadline at ``due``
+            self.expiry.heartbeat(group_id, GROUP_TIMER, due, 0)
 
     def persist(self, records: tuple[StoreRecord, ...], then: OnPersisted) -> None:
         """Hand ``records`` to the shell; ``then(ok)`` runs once it reports them."""
@@ -382,6 +404,7 @@ class Rebalancer:
         if group.state is _EMPTY:
             log.info("group %s: generation %d is empty", gid, group.generation_id)
             self.persist_group(group)
+            self.check_retention(gid)  # KIP-211: its offsets' retention starts now
             return
         log.info(
             "group %s: stabilized generation %d (protocol %s) with %d members",
@@ -478,6 +501,10 @@ class Rebalancer:
         for e in expiry.expire(now_ms):
             gid, mid, kind = e.group, e.member, e.kind
             if expiry.deadline(gid, mid, kind) is not None:
+                continue
+            if mid == GROUP_TIMER and kind == SESSION:
+                if self.on_retention_deadline is not None:
+                    self.on_retention_deadline(gid)
                 continue
             group = self.groups.get(gid)
             if group is None:

@@ -12,6 +12,10 @@ Kafka's checks (``KafkaApis`` / ``GroupCoordinatorService`` of Kafka 4.x):
   on its partitions; a fetch of all topics leaves such topics out.
 - DescribeGroups and ConsumerGroupDescribe: DESCRIBE on each group, DeleteGroups: DELETE
   on each group; a group that fails gets GROUP_AUTHORIZATION_FAILED in its own entry.
+- OffsetDelete: DELETE on the group (else GROUP_AUTHORIZATION_FAILED for the whole
+  request) and READ on each topic: the partitions of a topic the caller may not read get
+  TOPIC_AUTHORIZATION_FAILED; the coordinator is asked about the rest, even when none is
+  left (so an unknown group is still GROUP_ID_NOT_FOUND), and its group-level error wins.
 - ListGroups: every group with DESCRIBE on the cluster, else only the groups the caller
   may describe.
 - FindCoordinator: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the
@@ -50,6 +54,10 @@ from groupcoord.coordinator.messages import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchResponse,
@@ -126,6 +134,8 @@ def check_group_request(request: CoordinatorRequest, allowed: Allowed) -> GroupC
         return _per_group(request, allowed, AclOperation.DELETE)
     if isinstance(request, ConsumerGroupDescribeRequest):
         return _per_group(request, allowed, AclOperation.DESCRIBE)
+    if isinstance(request, OffsetDeleteRequest):
+        return _offset_delete(request, allowed)
     assert isinstance(request, ListGroupsRequest), type(request)
     if allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return GroupCheck(request, _as_is)
@@ -354,3 +364,43 @@ def _per_group(request: Any, allowed: Allowed, operation: AclOperation) -> Group
 
     forward = dataclasses.replace(request, **{api.names_field: kept}) if kept else None
     return GroupCheck(forward, merged)
+
+
+# ------------------------------------------------------------------ OffsetDelete
+
+
+def _offset_delete(request: OffsetDeleteRequest, allowed: Allowed) -> GroupCheck:
+    """Kafka's ``KafkaApis.handleOffsetDeleteRequest``."""
+    if not allowed(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return _refused(request, GroupAuthorizationFailedError)
+    denied = {
+        t.name for t in request.topics if not allowed(AclOperation.READ, ResourceType.TOPIC, t.name)
+    }
+    if not denied:
+        return GroupCheck(request, _as_is)
+    kept = tuple(t for t in request.topics if t.name not in denied)
+
+    def merged(response: CoordinatorResponse | None) -> CoordinatorResponse:
+        assert isinstance(response, OffsetDeleteResponse)
+        if response.error is not None:
+            return response  # the group's error is the whole answer, as in Kafka
+        answered = {t.name: t for t in response.topics}
+        topics: dict[str, OffsetDeleteResponseTopic] = {}
+        for t in request.topics:
+            if t.name in topics:
+                continue
+            if t.name in denied:
+                parts = tuple(
+                    OffsetDeleteResponsePartition(
+                        partition_index=p, error=TopicAuthorizationFailedError
+                    )
+                    for u in request.topics
+                    if u.name == t.name
+                    for p in u.partitions
+                )
+                topics[t.name] = OffsetDeleteResponseTopic(name=t.name, partitions=parts)
+            elif t.name in answered:
+                topics[t.name] = answered[t.name]
+        return dataclasses.replace(response, topics=tuple(topics.values()))
+
+    return GroupCheck(dataclasses.replace(request, topics=kept), merged)

@@ -35,6 +35,7 @@ from groupcoord.coordinator.offsets import (
     MemberRecord,
     OffsetAndMetadata,
     OffsetsRecord,
+    OffsetTombstone,
     StoredState,
     StoreError,
     StoreRecord,
@@ -258,6 +259,11 @@ def _write_records(conn: sqlite3.Connection, records: Sequence[StoreRecord]) -> 
             _store_group(conn, record)
         elif isinstance(record, GroupTombstone):
             _delete_group(conn, record.group_id)
+        elif isinstance(record, OffsetTombstone):
+            conn.executemany(
+                "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                [(record.group_id, tp.topic, tp.partition) for tp in record.partitions],
+            )
         else:
             raise TypeError(f"not a store record: {type(record).__name__}")
     _upsert(conn, values, per_statement)

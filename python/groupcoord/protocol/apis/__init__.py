@@ -31,6 +31,7 @@ from groupcoord.protocol.apis import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_delete,
     offset_fetch,
     sync_group,
 )
@@ -50,6 +51,7 @@ GROUP_APIS: Final[Mapping[int, GroupApi]] = {
         describe_groups,
         list_groups,
         delete_groups,
+        offset_delete,
         consumer_group_heartbeat,
         consumer_group_describe,
     )
