@@ -5,6 +5,9 @@
   fastest rate the protocol allows: one in flight per member). Reports heartbeats/s, the
   server's heartbeats per CPU-second (its user+system time from /proc), and latency
   percentiles (send to answer, as the load generator sees them).
+- ``test_bench_wire_heartbeats_tls``: the same load against the same server build with an
+  SSL listener (TLS 1.3, stdlib ``ssl`` on both sides) and a PLAINTEXT one, alternated in
+  one run: the TLS cost per heartbeat is the difference in server CPU per heartbeat.
 - ``test_bench_wire_rebalance``: a Stable group of N members, one connection each as real
   consumers have, rebalances: every member sends JoinGroup, the leader computes a range
   assignment with groupcoord's assignor from the JoinGroup metadata, every member sends
@@ -28,6 +31,7 @@ import re
 import selectors
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -63,14 +67,49 @@ class Conn:
     sent: deque[float]
 
 
-def _connect(host: str, port: int, count: int) -> list[Conn]:
+def _connect(host: str, port: int, count: int, cafile: str | None = None) -> list[Conn]:
+    """``count`` connections; over TLS (handshake done, blocking) when ``cafile`` names
+    the CA that signed the server's certificate."""
+    context = None if cafile is None else ssl.create_default_context(cafile=cafile)
     conns = []
     for _ in range(count):
         sock = socket.create_connection((host, port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if context is not None:
+            sock = context.wrap_socket(sock, server_hostname=host)
         sock.setblocking(False)
         conns.append(Conn(sock, bytearray(), bytearray(), deque()))
     return conns
+
+
+def _recv(sock: socket.socket) -> bytes:
+    """What the socket has now (b"": nothing yet); ConnectionError once the server closed.
+    A TLS socket gives at most one record (16 KiB) per call and may hold more already
+    decrypted, which select() does not report: it is read until empty."""
+    if not isinstance(sock, ssl.SSLSocket):
+        data = sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("the server closed a connection")
+        return data
+    chunks = []
+    while True:
+        try:
+            data = sock.recv(1 << 20)
+        except (ssl.SSLWantReadError, BlockingIOError):
+            break
+        if not data:
+            raise ConnectionError("the server closed a connection")
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+def _send(sock: socket.socket, buf: bytearray) -> None:
+    """Send what the socket takes now from the front of ``buf`` (removed from it)."""
+    try:
+        sent = sock.send(buf)
+    except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+        return
+    del buf[:sent]
 
 
 def _frames(buf: bytearray) -> list[bytes]:
@@ -101,15 +140,11 @@ def exchange(conns: Sequence[Conn], outgoing: Sequence[Sequence[bytes]]) -> list
             i = key.data
             conn = conns[i]
             if events & selectors.EVENT_WRITE and conn.wbuf:
-                sent = conn.sock.send(conn.wbuf)
-                del conn.wbuf[:sent]
+                _send(conn.sock, conn.wbuf)
                 if not conn.wbuf:
                     sel.modify(conn.sock, selectors.EVENT_READ, i)
             if events & selectors.EVENT_READ:
-                data = conn.sock.recv(1 << 20)
-                if not data:
-                    raise ConnectionError("the server closed a connection")
-                conn.rbuf += data
+                conn.rbuf += _recv(conn.sock)
                 got = _frames(conn.rbuf)
                 answers[i] += got
                 waiting -= len(got)
@@ -236,7 +271,7 @@ def heartbeat_load(args: dict[str, Any]) -> dict[str, Any]:
     from groupcoord.protocol import encode_subscription
 
     members, n_conns, group_size = args["members"], args["connections"], args["group_size"]
-    conns = _connect(args["host"], args["port"], n_conns)
+    conns = _connect(args["host"], args["port"], n_conns, args.get("cafile"))
     seats = [
         Seat(group=f"hb-{i // group_size}", conn=i % group_size % n_conns) for i in range(members)
     ]
@@ -286,10 +321,7 @@ def _heartbeat_loop(
             i = key.data
             conn = conns[i]
             if events & selectors.EVENT_READ:
-                data = conn.sock.recv(1 << 20)
-                if not data:
-                    raise ConnectionError("the server closed a connection")
-                conn.rbuf += data
+                conn.rbuf += _recv(conn.sock)
                 bodies = _frames(conn.rbuf)
                 now = time.perf_counter()
                 own = frames[i]
@@ -306,8 +338,7 @@ def _heartbeat_loop(
                     conn.wbuf += b"".join(nxt)
                     conn.sent.extend([now] * len(bodies))
             if conn.wbuf:
-                sent = conn.sock.send(conn.wbuf)
-                del conn.wbuf[:sent]
+                _send(conn.sock, conn.wbuf)
             sel.modify(
                 conn.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wbuf else 0), i
             )
@@ -471,17 +502,65 @@ def load_generator(
             proc.wait()
 
 
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """(certificate, key) PEM files for 127.0.0.1, self-signed (the client trusts it as its
+    CA): ECDSA P-256, as a TLS server would have."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "server.pem", directory / "server.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
 def measure_heartbeats(
     args: dict[str, Any],
     store: Sequence[str] = ("--memory",),
     extra: Sequence[str] = (),
     benchmark: Any = None,
+    tls: tuple[Path, Path] | None = None,
 ) -> dict[str, Any]:
     """One heartbeat load (``args``: members, connections, group_size, seconds) against a
     server started with ``store`` and ``extra`` flags: the generator's result plus the
     server's CPU seconds (``server_cpu_s``) and answers per server CPU-second
     (``per_cpu``: its CPU time covers the drain after the window too, so all its answers
-    count). Timed by ``benchmark`` when given."""
+    count). Timed by ``benchmark`` when given. With ``tls`` (certificate, key), the server
+    has one SSL listener and the generator speaks TLS to it."""
+    if tls is not None:
+        cert_file, key_file = tls
+        extra = (
+            *extra, "--listener", "SSL://127.0.0.1:0", "--ssl-certfile", str(cert_file),
+            "--ssl-keyfile", str(key_file),
+        )  # fmt: skip
+        args = args | {"cafile": str(cert_file)}
     with bench_server(store, extra) as server:
         args = args | {"host": server.host, "port": server.port}
         with load_generator("heartbeat", args) as gen:
@@ -526,6 +605,58 @@ def test_bench_wire_heartbeats(benchmark: Any, request: Any) -> None:
         f"{rate:,.0f}/s ({per_cpu:,.0f} per server CPU-second, server CPU {cpu:.2f} s "
         f"in {result['elapsed_s']:.2f} s); latency p50 {result['p50_ms']:.2f} ms, "
         f"p99 {result['p99_ms']:.2f} ms, max {result['max_ms']:.2f} ms"
+    )
+
+
+def test_bench_wire_heartbeats_tls(benchmark: Any, request: Any, tmp_path: Path) -> None:
+    """PLAINTEXT and SSL listeners alternated (full: three P, T pairs), same load and server
+    build: the machine's drift hits both alike."""
+    full = _full(request.config)
+    args = heartbeat_args(full)
+    tls = self_signed_certificate(tmp_path)
+    runs: dict[str, list[dict[str, Any]]] = {"PLAINTEXT": [], "SSL": []}
+    in_order: list[tuple[str, dict[str, Any]]] = []
+    for i in range(3 if full else 1):
+        for label in runs:
+            result = measure_heartbeats(
+                args,
+                benchmark=benchmark if i == 0 and label == "PLAINTEXT" else None,
+                tls=tls if label == "SSL" else None,
+            )
+            assert result["errors"] == 0, (label, result)
+            assert result["answered"] > 0, (label, result)
+            runs[label].append(result)
+            in_order.append((label, result))
+
+    def us_per_heartbeat(result: dict[str, Any]) -> float:
+        return 1e6 / result["per_cpu"]
+
+    def mean_us(label: str) -> float:
+        return sum(us_per_heartbeat(r) for r in runs[label]) / len(runs[label])
+
+    lines = []
+    for label, result in in_order:
+        rate = result["answered"] / result["elapsed_s"]
+        lines.append(
+            f"  {label:<9} {rate:>9,.0f}/s, {result['per_cpu']:>9,.0f} per server CPU-s "
+            f"({us_per_heartbeat(result):.1f} us), server CPU {result['server_cpu_s']:.2f} s, "
+            f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
+        )
+    plain, secure = mean_us("PLAINTEXT"), mean_us("SSL")
+    benchmark.extra_info.update(
+        args
+        | {
+            label: [{"per_server_cpu_s": r["per_cpu"], "p99_ms": r["p99_ms"]} for r in results]
+            for label, results in runs.items()
+        }
+        | {"tls_us_per_heartbeat": secure - plain}
+    )
+    print(
+        f"\nwire heartbeats over TLS vs plaintext, {args['members']} members / "
+        f"{args['connections']} connections (in run order):\n"
+        + "\n".join(lines)
+        + f"\n  TLS cost: {secure - plain:.2f} us of server CPU per heartbeat (means:"
+        f" {plain:.2f} -> {secure:.2f} us, {plain / secure:.2f}x the heartbeats per CPU-s)"
     )
 
 

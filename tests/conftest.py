@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,8 +46,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def serve_factory() -> Iterator[Callable[..., ServerProcess]]:
     started: list[ServerProcess] = []
 
-    def start(*extra_args: str) -> ServerProcess:
-        server = ServerProcess(serve_args(extra_args))
+    def start(*extra_args: str, log_file: Path | None = None) -> ServerProcess:
+        server = ServerProcess(serve_args(extra_args), log_file)
         started.append(server)
         return server
 

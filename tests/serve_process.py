@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 #: how long a server may take to print its listening line
 START_TIMEOUT_S = 30.0
@@ -19,10 +20,12 @@ LISTENING_PREFIX = "groupcoord listening on "
 
 class ServerProcess:
     """One ``groupcoord serve`` subprocess. ``restart()`` keeps the same port, so clients
-    bootstrapped to it reconnect to the new process."""
+    bootstrapped to it reconnect to the new process. Its log (stderr) goes to the test's
+    stderr, or is appended to ``log_file``."""
 
-    def __init__(self, args: tuple[str, ...]) -> None:
+    def __init__(self, args: tuple[str, ...], log_file: Path | None = None) -> None:
         self.args = args
+        self.log_file = log_file
         self.host = ""
         self.port = 0
         self.proc: subprocess.Popen[str] | None = None
@@ -36,7 +39,13 @@ class ServerProcess:
     def _start(self, args: tuple[str, ...]) -> None:
         cmd = [sys.executable, "-m", "groupcoord", "serve", *args]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+        if self.log_file is None:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+        else:
+            with self.log_file.open("a", encoding="utf-8") as log:
+                self.proc = subprocess.Popen(
+                    cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env
+                )
         self.returncode = None
         line = self._read_line(START_TIMEOUT_S)
         if not line.startswith(LISTENING_PREFIX):

@@ -82,6 +82,8 @@ def test_every_option_is_named_whole_with_its_value(command: str) -> None:
         ("serve", "[default: (off); x>=1]"),
         ("serve", "--log-level [debug|info|warning|error] Log level (logs go to stderr)."),
         ("serve", "(logs go to stderr). [default: info]"),
+        ("serve", "--log-format [text|json] Log lines as text, or one JSON object per line"),
+        ("serve", "such as group, member, client). [default: text]"),
         ("bench", "[default: quick]"),
         ("bench", "[default: (5 for --sizes quick, 60 otherwise); x>=0.001]"),
         ("bench", "--peers / --no-peers"),
@@ -126,6 +128,7 @@ def test_the_assign_file_format_keeps_its_layout() -> None:
             ["serve", "--log-level", "loud"],
             "'loud' is not one of debug, info, warning, error",
         ),
+        (["serve", "--log-format", "xml"], "'xml' is not one of text, json"),
     ],
 )
 def test_a_bad_choice_names_the_allowed_values(argv: list[str], message: str) -> None:

@@ -9,7 +9,6 @@ runs the rebalance simulator; ``groupcoord sweep GRID`` runs a grid of simulatio
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 import sys
 import time
@@ -339,6 +338,11 @@ class LogLevel(StrEnum):
     error = "error"
 
 
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 def parse_topic(spec: str) -> tuple[str, int]:
     """``NAME:PARTITIONS`` as given to ``--topic``."""
     name, sep, count = spec.rpartition(":")
@@ -470,6 +474,15 @@ def serve(
             help="Log level (logs go to stderr).",
         ),
     ] = LogLevel.info,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            parser=choice(LogFormat),
+            metavar=choice_metavar(LogFormat),
+            help="Log lines as text, or one JSON object per line (timestamp, level, logger,"
+            " message, and fields such as group, member, client).",
+        ),
+    ] = LogFormat.text,
     event_log: Annotated[
         Path | None,
         typer.Option(
@@ -602,6 +615,7 @@ def serve(
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run
+    from groupcoord.server.log_format import configure_logging
 
     if memory and data_dir is not None:
         _fail("--data-dir and --memory exclude each other")
@@ -653,11 +667,7 @@ def serve(
         )
     except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))
-    logging.basicConfig(
-        level=log_level.value.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(log_level.value, log_format.value)
 
     def ready(bound_host: str, bound_port: int) -> None:
         print(f"groupcoord listening on {bound_host}:{bound_port}", flush=True)

@@ -4,6 +4,9 @@ independent peer, PLAIN, and the session's state rules."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -65,6 +68,47 @@ def test_kafka_pythons_scram_client_logs_in(mechanism: str) -> None:
     assert step.error is None and step.principal == "User:alice"
     client.process_server_final_message(step.token)  # checks the server's proof
     assert session.state is SaslState.AUTHENTICATED
+
+
+def _client_final(password: str, first_bare: str, server_first: str, nonce: str) -> bytes:
+    """A SCRAM-SHA-512 client-final-message with ``nonce`` as its r= (RFC 5802, by hand)."""
+    attributes = dict(a.split("=", 1) for a in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac(
+        "sha512", password.encode(), base64.b64decode(attributes["s"]), int(attributes["i"])
+    )
+    client_key = hmac.new(salted, b"Client Key", "sha512").digest()
+    stored_key = hashlib.sha512(client_key).digest()
+    without_proof = f"c=biws,r={nonce}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored_key, auth_message, "sha512").digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+
+@pytest.mark.parametrize(
+    ("final_nonce", "ok"),
+    [
+        (lambda client, full: full, True),
+        # librdkafka <= 2.0.x (kcat 1.7.1) repeats its nonce in front: Kafka accepts it
+        (lambda client, full: client + full, True),
+        (lambda client, full: full[:-1] + ("A" if full[-1] != "A" else "B"), False),
+        (lambda client, full: client, False),
+        (lambda client, full: full + "x", False),
+    ],
+)
+def test_the_final_nonce_must_end_with_the_servers(
+    final_nonce: Callable[[str, str], str], ok: bool
+) -> None:
+    session = SaslSession(["SCRAM-SHA-512"], store_with("alice", "s3cret").lookup)
+    session.handshake("SCRAM-SHA-512")
+    client_nonce, first_bare = "fyko+d2lbbFgONRv9qkxdawL", "n=alice,r=fyko+d2lbbFgONRv9qkxdawL"
+    server_first = session.authenticate(f"n,,{first_bare}".encode()).token.decode()
+    full = server_first.split(",")[0].removeprefix("r=")
+    assert full.startswith(client_nonce) and len(full) > len(client_nonce)
+    final = _client_final("s3cret", first_bare, server_first, final_nonce(client_nonce, full))
+    step = session.authenticate(final)
+    assert (step.principal == "User:alice") is ok
+    assert (step.error is None) is ok
 
 
 @pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", "s3cret")])

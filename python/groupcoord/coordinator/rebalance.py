@@ -280,6 +280,20 @@ class Rebalancer:
         reason: str,
     ) -> None:
         """A new member joins (Kafka's ``addMemberAndRebalance``)."""
+        log.info(
+            "group %s: member %s joins in state %s (client id %s, host %s)",
+            group.group_id,
+            member.member_id,
+            group.state.value,
+            member.client_id,
+            member.client_host,
+            extra={
+                "group": group.group_id,
+                "member": member.member_id,
+                "client_id": member.client_id,
+                "client": member.client_host,
+            },
+        )
         member.is_new = True
         if group.state is _PREPARING and group.previous_state is _EMPTY:
             # The initial rebalance may be extended by one more delay.
@@ -307,7 +321,13 @@ class Rebalancer:
         self, group: Group, member: Member, cause: RemovalCause, reason: str
     ) -> None:
         """A member leaves or expires (Kafka's ``removeMemberAndUpdateGroup``)."""
-        log.info("group %s: removing member %s (%s)", group.group_id, member.member_id, reason)
+        log.info(
+            "group %s: removing member %s (%s)",
+            group.group_id,
+            member.member_id,
+            reason,
+            extra={"group": group.group_id, "member": member.member_id, "cause": cause.value},
+        )
         self.member_removed(group, member, cause, reason)
         self.drop_member(group, member)
         if group.state in (_STABLE, _COMPLETING):
@@ -345,6 +365,7 @@ class Rebalancer:
             group.state.value,
             group.generation_id,
             reason,
+            extra={"group": group.group_id, "generation": group.generation_id},
         )
         # a rebalance restarted before it completed keeps its first start and cause
         self.rebalances_started.setdefault(group.group_id, (self.now, reason))
@@ -402,7 +423,12 @@ class Rebalancer:
         group.init_next_generation(self.now)
         self._rebalance_completed(group)
         if group.state is _EMPTY:
-            log.info("group %s: generation %d is empty", gid, group.generation_id)
+            log.info(
+                "group %s: generation %d is empty",
+                gid,
+                group.generation_id,
+                extra={"group": gid, "generation": group.generation_id},
+            )
             self.persist_group(group)
             self.check_retention(gid)  # KIP-211: its offsets' retention starts now
             return
@@ -412,6 +438,7 @@ class Rebalancer:
             group.generation_id,
             group.protocol_name,
             group.size,
+            extra={"group": gid, "generation": group.generation_id, "members": group.size},
         )
         leader_members = group.current_member_metadata()
         leader = group.leader_id or ""

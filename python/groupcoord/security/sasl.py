@@ -76,7 +76,16 @@ def _failed(mechanism: str) -> SaslAuthenticationFailedError:
 class SaslSession:
     """The SASL state of one connection (see the module documentation)."""
 
-    __slots__ = ("_enabled", "_lookup", "_mechanism", "_scram", "principal", "reason", "state")
+    __slots__ = (
+        "_enabled",
+        "_lookup",
+        "_mechanism",
+        "_scram",
+        "bare_tokens",
+        "principal",
+        "reason",
+        "state",
+    )
 
     def __init__(self, enabled: Sequence[str], lookup: CredentialLookup) -> None:
         unknown = [m for m in enabled if m not in SASL_MECHANISMS]
@@ -94,6 +103,9 @@ class SaslSession:
         self.principal: str | None = None
         #: why authentication failed (for the log: never the secret)
         self.reason: str | None = None
+        #: the handshake was SaslHandshake v0: the tokens then come as bare frames, not in
+        #: SaslAuthenticate requests (Kafka 0.10's framing; the shell sets it)
+        self.bare_tokens = False
 
     @property
     def mechanisms(self) -> tuple[str, ...]:

@@ -48,12 +48,14 @@ class AclAdmin:
         try:
             self.store.change(change.add, change.remove)
         except StoreError as e:
-            log.error("ACL change by %s not stored: %s", principal, e)
+            log.error(
+                "ACL change by %s not stored: %s", principal, e, extra={"principal": principal}
+            )
             return failed(api_key, request, str(e))
         authorizer.remove(change.remove)
         added = authorizer.add(change.add)
         for b in added:
-            log.info("ACL added by %s: %s", principal, b)
+            log.info("ACL added by %s: %s", principal, b, extra={"principal": principal})
         for b in change.remove:
-            log.info("ACL removed by %s: %s", principal, b)
+            log.info("ACL removed by %s: %s", principal, b, extra={"principal": principal})
         return response

@@ -152,7 +152,7 @@ class Connection:
         """Stop reading and close (shutdown); replies already complete are still sent."""
         self._closing = True
         self._stop_reading()
-        log.debug("closing connection %s: %s", self.peer, reason)
+        log.debug("closing connection %s: %s", self.peer, reason, extra={"client": self.peer})
 
     async def _read_requests(self) -> None:
         reader = self._reader
@@ -188,7 +188,12 @@ class Connection:
                             if gate.delay_s and stats is not None:
                                 stats.authentication_failures += 1
                             # the reply (if any) is sent before the connection closes
-                            log.warning("closing connection %s: %s", self.peer, gate.close_reason)
+                            log.warning(
+                                "closing connection %s: %s",
+                                self.peer,
+                                gate.close_reason,
+                                extra={"client": self.peer},
+                            )
                             return
                         if not gate.dispatch:
                             continue
@@ -243,7 +248,7 @@ class Connection:
 
     def _abort(self, reason: str) -> None:
         self.close_reason = reason
-        log.warning("closing connection %s: %s", self.peer, reason)
+        log.warning("closing connection %s: %s", self.peer, reason, extra={"client": self.peer})
 
     async def _write_replies(self) -> None:
         batch: list[bytes] = []  # replies ready back to back go out in one send

@@ -1,6 +1,12 @@
-"""SASL before anything else on a SASL listener: SaslHandshake (v1) and SaslAuthenticate
+"""SASL before anything else on a SASL listener: SaslHandshake (v0-v1) and SaslAuthenticate
 (v0-v2) frames in, response frames out, through a connection's
 :class:`~groupcoord.security.sasl.SaslSession`.
+
+After a v0 handshake the mechanism's tokens travel as bare size-prefixed frames, without a
+request header, until the login is done (Kafka 0.10's framing, still served by Kafka); a
+failed login there has no frame to carry an error, so the connection just closes, as
+Kafka's does. Serving v0 matters beyond 0.10 clients: librdkafka 2.0.2 (kcat 1.7.1's)
+uses SASL only if ApiVersions lists SaslHandshake v0, though it then sends v1.
 
 Until the session is authenticated only ApiVersions and these two APIs are served, as on
 a Kafka SASL listener; any other request closes the connection (Kafka: "Unexpected Kafka
@@ -26,6 +32,7 @@ from groupcoord.protocol.wire import (
     API_VERSIONS_KEY,
     decode_request_header,
     decode_request_payload,
+    encode_frame,
     encode_response,
     kio_versions_within,
 )
@@ -42,9 +49,8 @@ __all__ = [
 
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
-#: v1 only: v0 sends the mechanism's tokens as raw frames, which no current client does
 SASL_API_VERSIONS: dict[int, tuple[int, int]] = {
-    SASL_HANDSHAKE_KEY: kio_versions_within(SASL_HANDSHAKE_KEY, 1, 1),
+    SASL_HANDSHAKE_KEY: kio_versions_within(SASL_HANDSHAKE_KEY, 0, 1),
     SASL_AUTHENTICATE_KEY: kio_versions_within(SASL_AUTHENTICATE_KEY, 0, 2),
 }
 FAILED_AUTHENTICATION_DELAY_S = 0.1
@@ -71,6 +77,8 @@ def _served(api_key: int, version: int) -> bool:
 
 def sasl_frame(frame: bytes, session: SaslSession) -> GateAnswer:
     """The answer to one request frame on a SASL connection (see the module docs)."""
+    if session.bare_tokens and session.state is SaslState.AUTHENTICATING:
+        return _bare_token(frame, session)
     if len(frame) < _API.size:
         return GateAnswer(close_reason="a frame too short for a request header")
     api_key, version = _API.unpack_from(frame)
@@ -97,6 +105,8 @@ def sasl_frame(frame: bytes, session: SaslSession) -> GateAnswer:
         reply = encode_response(header, response)
         if isinstance(error, IllegalSaslStateError):
             return GateAnswer(reply=reply, close_reason=str(error))
+        if error is None and version == 0:
+            session.bare_tokens = True
         return GateAnswer(reply=reply)
     step = session.authenticate(bytes(request.auth_bytes))
     fields: dict[str, Any] = {
@@ -115,6 +125,18 @@ def sasl_frame(frame: bytes, session: SaslSession) -> GateAnswer:
             delay_s=FAILED_AUTHENTICATION_DELAY_S,
         )
     return GateAnswer(reply=reply)
+
+
+def _bare_token(frame: bytes, session: SaslSession) -> GateAnswer:
+    """One token after a v0 handshake: the whole frame is the token, the answer a bare
+    frame holding the server's (empty for PLAIN)."""
+    step = session.authenticate(frame)
+    if step.error is not None:
+        return GateAnswer(
+            close_reason=f"SASL authentication failed: {session.reason or step.error}",
+            delay_s=FAILED_AUTHENTICATION_DELAY_S,
+        )
+    return GateAnswer(reply=encode_frame(step.token))
 
 
 def _code(error: KafkaError | None) -> ErrorCode:

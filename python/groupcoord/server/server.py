@@ -543,7 +543,12 @@ class Server:
         assert task is not None
         self._connections[connection] = task
         self._per_ip[address] += 1
-        log.debug("connection from %s (%s)", connection.peer, endpoint.protocol)
+        log.debug(
+            "connection from %s (%s)",
+            connection.peer,
+            endpoint.protocol,
+            extra={"client": connection.peer, "listener": endpoint.protocol},
+        )
         try:
             await connection.run()
         finally:
@@ -598,6 +603,7 @@ class Server:
                     "closing connection %s: no request for %d ms (connections.max.idle.ms)",
                     connection.peer,
                     idle_ms,
+                    extra={"client": connection.peer},
                 )
                 if self.stats is not None:
                     self.stats.closed("idle")
