@@ -13,16 +13,19 @@
 //! settle on other, equally balanced loads than this round's target and revoke again
 //! (a third round). So the leader looks one round ahead ([`settling_target`]): it runs
 //! the next round's sticky target on what members would keep, and when that revokes
-//! something, offers that target instead, a few times at most. Groups whose members
-//! all subscribe to the same topics need none of this: the constrained path keeps
-//! whatever a member holds up to its quota, so their second round never revokes.
+//! something, offers that target instead, eight candidates at most. Groups whose
+//! members all subscribe to the same topics need none of this: the constrained path
+//! keeps whatever a member holds up to its quota, so their second round never revokes.
 
 use super::model::{collect, GroupModel, MemberIdx, Plan, UNOWNED};
 use super::sticky::{general, rack_mode, sticky_owners};
 
-/// Targets tried after the first one; in 12,000 random groups of the Java
-/// differential (tests/assignors/test_java_assignors.py) none needed more than one.
-const LOOKAHEAD_TRIES: usize = 4;
+/// Candidate targets checked, the first included. Of the 12,000 random groups of the
+/// Java differential (tests/assignors/test_java_assignors.py) none needed more than two;
+/// groups of 1,000 members that a few join (benches/bench_cooperative_join.py's shape)
+/// needed up to five, each candidate passing the next round's revocation on to other
+/// members of the same topic. Each check costs one run of the general path.
+const LOOKAHEAD_TRIES: usize = 8;
 
 pub fn cooperative_owners(model: &GroupModel) -> Vec<MemberIdx> {
     let handed = withhold(model, &sticky_owners(model));
