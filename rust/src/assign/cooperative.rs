@@ -7,13 +7,43 @@
 //! it. Claims count whatever their generation: a member revokes every owned
 //! partition missing from its assignment, so giving such a partition to someone
 //! else in the same round would give it two consumers.
+//!
+//! When this round revokes something, the members rejoin and the next round starts
+//! from what they keep. With mixed subscriptions the sticky general path may then
+//! settle on other, equally balanced loads than this round's target and revoke again
+//! (a third round). So the leader looks one round ahead ([`settling_target`]): it runs
+//! the next round's sticky target on what members would keep, and when that revokes
+//! something, offers that target instead, eight candidates at most. Groups whose
+//! members all subscribe to the same topics need none of this: the constrained path
+//! keeps whatever a member holds up to its quota, so their second round never revokes.
 
 use super::model::{collect, GroupModel, MemberIdx, Plan, UNOWNED};
-use super::sticky::sticky_owners;
+use super::sticky::{general, rack_mode, sticky_owners};
+
+/// Candidate targets checked, the first included. Of the 12,000 random groups of the
+/// Java differential (tests/assignors/test_java_assignors.py) none needed more than two;
+/// groups of 1,000 members that a few join (benches/bench_cooperative_join.py's shape)
+/// needed up to five, each candidate passing the next round's revocation on to other
+/// members of the same topic. Each check costs one run of the general path.
+const LOOKAHEAD_TRIES: usize = 8;
 
 pub fn cooperative_owners(model: &GroupModel) -> Vec<MemberIdx> {
-    let mut target = sticky_owners(model);
-    let n = target.len();
+    let handed = withhold(model, &sticky_owners(model));
+    let Some(first) = model.members.first() else {
+        return handed;
+    };
+    let homogeneous = model.members.iter().all(|m| m.topics == first.topics);
+    if homogeneous || !revokes(model, &handed) {
+        return handed;
+    }
+    settling_target(model, handed)
+}
+
+/// The sticky target with every partition another member claims withheld from its
+/// new owner (the claimant revokes it first).
+fn withhold(model: &GroupModel, target: &[MemberIdx]) -> Vec<MemberIdx> {
+    let mut handed = target.to_vec();
+    let n = handed.len();
     let mut claimed = vec![false; n];
     let mut kept_by_claimant = vec![false; n];
     for (m, member) in model.members.iter().enumerate() {
@@ -24,18 +54,53 @@ pub fn cooperative_owners(model: &GroupModel) -> Vec<MemberIdx> {
             }
         }
     }
-    for (p, owner) in target.iter_mut().enumerate() {
+    for (p, owner) in handed.iter_mut().enumerate() {
         if *owner != UNOWNED && claimed[p] && !kept_by_claimant[p] {
             *owner = UNOWNED;
         }
     }
-    target
+    handed
+}
+
+/// Whether some member loses a partition it claims (and so rejoins).
+fn revokes(model: &GroupModel, handed: &[MemberIdx]) -> bool {
+    model.members.iter().enumerate().any(|(m, member)| {
+        member
+            .claims
+            .iter()
+            .any(|&p| handed[p as usize] != m as MemberIdx)
+    })
+}
+
+/// This round's assignment, chosen so that the next round revokes nothing when one of
+/// a few candidates does: the next round's members own what they are handed now (one
+/// claimant per partition, so generations no longer matter, and a mixed group takes
+/// the general path with every claim kept, as here), and its target keeps all of it
+/// unless it revokes. A candidate whose next round revokes gives way to that round's
+/// target; when none settles, the first candidate stands.
+fn settling_target(model: &GroupModel, first: Vec<MemberIdx>) -> Vec<MemberIdx> {
+    let racks = rack_mode(model);
+    // heterogeneous groups release no claim for racks (see `release_foreign`)
+    let released = vec![UNOWNED; model.num_partitions()];
+    let view = racks.map(|r| (r, released.as_slice()));
+    let mut handed = first.clone();
+    for _ in 0..LOOKAHEAD_TRIES {
+        let following = general(model, handed.clone(), view);
+        let keeps = handed
+            .iter()
+            .zip(&following)
+            .all(|(&now, &next)| now == UNOWNED || now == next);
+        if keeps {
+            return handed;
+        }
+        handed = withhold(model, &following);
+    }
+    first
 }
 
 pub fn assign(model: &GroupModel) -> Plan {
     collect(&cooperative_owners(model), model.num_members())
 }
-
 #[cfg(test)]
 mod tests {
     use super::super::invariants::{check_balanced, check_valid, groups, next_round};
