@@ -226,6 +226,11 @@ def _kip848_consumer(out: str) -> None:
     assert committed == "{" + ", ".join(f"{p}: 42" for p in range(6)) + "}"
 
 
+def _kip848_member(out: str) -> None:
+    # one member alone: every partition, member epoch 1 (the group's first epoch)
+    assert out.splitlines() == ["[0, 1, 2, 3, 4, 5] 1", "7"]
+
+
 def _silent(out: str) -> None:
     assert out == ""
 
@@ -236,7 +241,7 @@ PROMISES: dict[str, Callable[[str], None]] = {
     'print(decode_assignment(encoded["consumer-a"]))': _encoded,
     "table.heartbeat_handles(handles, 3_000, 45_000)": _silent,
     "print(shell.next_deadline())": _coordinator,
-    "with GroupMember(bootstrap_servers=": _group_member,
+    "assignors=[CooperativeStickyAssignor()], listener=Progress(),": _group_member,
     "machine = MemberMachine(": _member_machine,
     'scenario = Scenario.from_toml("examples/scenarios/max-poll-records.toml")': _simulator,
     "consumer = KafkaConsumer(": _silent,
@@ -245,6 +250,7 @@ PROMISES: dict[str, Callable[[str], None]] = {
     # the KIP-848 walk-through checks itself with asserts; it must print nothing
     "def heartbeat(member, epoch, now, **fields):": _silent,
     '"group.protocol": "consumer"})': _kip848_consumer,
+    'topics=["orders"], group_protocol="consumer") as member:': _kip848_member,
     # the ACL rules check themselves with asserts
     "authorizer = AclAuthorizer([": _silent,
     # offsets retention on a virtual clock checks itself with asserts

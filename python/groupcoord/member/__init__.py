@@ -1,9 +1,12 @@
-"""The group member: a sans-IO state machine (:class:`MemberMachine`) for the client side of
-Kafka's classic group protocol, the listener interface the application implements, and the
-member's settings. The threaded runner ``GroupMember`` drives the machine over the wire.
+"""The group member: sans-IO state machines for the client side of Kafka's classic group
+protocol (:class:`MemberMachine`) and of KIP-848's consumer protocol
+(:class:`ConsumerMemberMachine`), the listener interface the application implements, and the
+members' settings. The threaded runner ``GroupMember`` drives either machine over the wire.
 """
 
-from groupcoord.member.config import MemberConfig
+from groupcoord.member.config import ConsumerMemberConfig, MemberConfig
+from groupcoord.member.consumer_machine import ConsumerMemberMachine
+from groupcoord.member.consumer_states import ConsumerMemberState, IllegalConsumerTransition
 from groupcoord.member.handles import (
     CommitFailedError,
     CommitHandle,
@@ -25,8 +28,12 @@ __all__ = [
     "CallbackKind",
     "CommitFailedError",
     "CommitHandle",
+    "ConsumerMemberConfig",
+    "ConsumerMemberMachine",
+    "ConsumerMemberState",
     "FetchHandle",
     "GroupMember",
+    "IllegalConsumerTransition",
     "IllegalMemberTransition",
     "IllegalPhaseTransition",
     "JoinPhase",

@@ -29,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -467,6 +468,8 @@ class ClusterMetadata:
     brokers: Mapping[int, BrokerAddress]
     partitions_per_topic: Mapping[str, int]
     topic_errors: Mapping[str, type[KafkaError]]
+    #: topic ids (Metadata v10+; empty from older brokers): KIP-848 assignments use them
+    topic_ids: Mapping[str, uuid.UUID] = dataclasses.field(default_factory=dict)
 
 
 class RetryBackoff:
@@ -604,6 +607,7 @@ class KafkaClient:
         }
         partitions: dict[str, int] = {}
         errors: dict[str, type[KafkaError]] = {}
+        ids: dict[str, uuid.UUID] = {}
         for t in response.topics:
             name = str(t.name)
             code = int(t.error_code)
@@ -611,10 +615,13 @@ class KafkaClient:
                 errors[name] = KafkaError.for_code(code)
             else:
                 partitions[name] = len(t.partitions)
+                topic_id = getattr(t, "topic_id", None)
+                if isinstance(topic_id, uuid.UUID) and topic_id.int:
+                    ids[name] = topic_id
         with self._lock:
             self._brokers = dict(brokers)
         return ClusterMetadata(
-            brokers=brokers, partitions_per_topic=partitions, topic_errors=errors
+            brokers=brokers, partitions_per_topic=partitions, topic_errors=errors, topic_ids=ids
         )
 
     # -- FindCoordinator ----------------------------------------------------------

@@ -275,6 +275,16 @@ class MemberMachine:
         return self._f.phase is not _IDLE
 
     @property
+    def needs_metadata(self) -> bool:
+        """Never: classic assignments name their topics (KIP-848's name topic ids)."""
+        return False
+
+    @property
+    def settled(self) -> bool:
+        """Stable with no rejoin wanted: what ``poll()`` waits for."""
+        return self.state is MemberState.STABLE and not self.rejoin_needed
+
+    @property
     def poll_expired(self) -> bool:
         """max.poll.interval.ms passed without a poll; cleared by the next :meth:`poll`."""
         return self._f.poll_expired

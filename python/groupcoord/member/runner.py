@@ -18,18 +18,17 @@ The clock (``time.monotonic_ns() // 1_000_000``) is read here and nowhere in the
 from __future__ import annotations
 
 import collections
+import enum
 import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final, cast
+from typing import Any, Final, Protocol, cast
 
 from groupcoord.assignors.base import Assignor
-from groupcoord.coordinator.messages import (
-    AnyRequest,
-    AnyResponse,
-    JoinGroupRequest,
-)
+from groupcoord.config import ConfigError
+from groupcoord.coordinator.messages import JoinGroupRequest, Request, Response
+from groupcoord.coordinator.output import CoordinatorRequest
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
     GroupcoordError,
@@ -37,7 +36,7 @@ from groupcoord.errors import (
     NetworkException,
     RequestTimedOutError,
 )
-from groupcoord.member.config import MemberConfig
+from groupcoord.member.config import ConsumerMemberConfig, MemberConfig
 from groupcoord.member.connection import (
     DEFAULT_REQUEST_TIMEOUT_MS,
     BrokerConnection,
@@ -45,11 +44,14 @@ from groupcoord.member.connection import (
     PendingResponse,
     RetryBackoff,
 )
+from groupcoord.member.consumer_machine import (
+    CONSUMER_MEMBER_REQUEST_TYPES,
+    ConsumerMemberMachine,
+)
 from groupcoord.member.handles import CommitHandle, FetchHandle
 from groupcoord.member.listener import ListenerCall, RebalanceListener
 from groupcoord.member.machine import MemberMachine
 from groupcoord.member.requests import MEMBER_REQUEST_TYPES, version_for
-from groupcoord.member.states import MemberState
 from groupcoord.protocol.group_messages import (
     GROUP_API_VERSIONS,
     from_kio_response,
@@ -71,12 +73,50 @@ DEFAULT_API_TIMEOUT_MS: Final = 60_000
 _JOIN_GROUP_TIMEOUT_LAPSE_MS: Final = 5_000
 # How long the heartbeat thread idles at least when it has nothing to send.
 _MIN_IDLE_WAIT_MS: Final = 5
-# The APIs a member sends to its coordinator.
-_MEMBER_API_KEYS: Final = frozenset(request.API_KEY for request in MEMBER_REQUEST_TYPES)
 
 
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+class _Machine(Protocol):
+    """What the runner drives: :class:`MemberMachine` (classic protocol) and
+    :class:`ConsumerMemberMachine` (KIP-848) both have this surface."""
+
+    @property
+    def state(self) -> enum.Enum: ...
+    @property
+    def assignment(self) -> frozenset[TopicPartition]: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def settled(self) -> bool: ...
+    @property
+    def needs_metadata(self) -> bool: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def fatal_error(self) -> GroupcoordError | None: ...
+    @property
+    def coordinator_known(self) -> bool: ...
+    def poll(self, now_ms: int) -> None: ...
+    def next_deadline(self) -> int | None: ...
+    def take_callbacks(self, *, hold: bool = False) -> list[ListenerCall]: ...
+    def callbacks_done(self) -> None: ...
+    def commit(self, offsets: Mapping[TopicPartition, int], now_ms: int) -> CommitHandle: ...
+    def fetch_committed(self, partitions: Iterable[TopicPartition], now_ms: int) -> FetchHandle: ...
+    def close(self, now_ms: int) -> None: ...
+    def coordinator_lookup_due(self, now_ms: int) -> bool: ...
+    def coordinator_found(self, now_ms: int) -> None: ...
+    def metadata_topics(self) -> frozenset[str]: ...
+    def set_max_versions(self, caps: Mapping[int, int]) -> None: ...
+    def set_metadata(self, partitions_per_topic: Mapping[str, int], now_ms: int) -> None: ...
+    # requests and responses are the machine's own kinds; the runner only carries them
+    def next_requests(self, now_ms: int) -> Sequence[Any]: ...
+    def request_failed(self, request: Any, error: type[KafkaError], now_ms: int) -> None: ...
+    def receive(self, response: Any, now_ms: int) -> None: ...
 
 
 class MemberThreadError(GroupcoordError, RuntimeError):
@@ -98,23 +138,25 @@ class GroupMember:
         group_id: str,
         topics: Sequence[str],
         assignors: Sequence[Assignor] | None = None,
-        session_timeout_ms: int = 45_000,
-        heartbeat_interval_ms: int = 3_000,
+        session_timeout_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
         max_poll_interval_ms: int = 300_000,
         group_instance_id: str | None = None,
         listener: RebalanceListener | None = None,
         client_id: str = "groupcoord",
         *,
+        group_protocol: str = "classic",
+        server_assignor: str | None = None,
+        client_rack: str | None = None,
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
         metadata_max_age_ms: int = DEFAULT_METADATA_MAX_AGE_MS,
     ) -> None:
-        if assignors is None:
-            from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
-
-            # Kafka's default partition.assignment.strategy (3.x): range first, then
-            # cooperative-sticky, so that a later bounce can drop range (KIP-429).
-            assignors = [RangeAssignor(), CooperativeStickyAssignor()]
+        if group_protocol not in ("classic", "consumer"):
+            raise ConfigError(
+                f"group_protocol must be 'classic' or 'consumer', got {group_protocol!r}"
+            )
+        self.group_protocol = group_protocol
         if listener is not None and not isinstance(listener, RebalanceListener):
             raise TypeError("listener must be a groupcoord.member.RebalanceListener")
         for name, value in (
@@ -123,25 +165,74 @@ class GroupMember:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        self.config = MemberConfig(
-            group_id=group_id,
-            topics=topics,
-            assignors=assignors,
-            session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-            max_poll_interval_ms=max_poll_interval_ms,
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            retry_backoff_ms=retry_backoff_ms,
-            max_versions={key: hi for key, (_lo, hi) in GROUP_API_VERSIONS.items()},
-        )
+        versions = {key: hi for key, (_lo, hi) in GROUP_API_VERSIONS.items()}
+        self.config: MemberConfig | ConsumerMemberConfig
+        self._machine: _Machine
+        if group_protocol == "consumer":
+            # Kafka refuses these with group.protocol=consumer: the coordinator assigns and
+            # decides the session timeout and heartbeat interval (KIP-848)
+            classic_only: tuple[tuple[str, object], ...] = (
+                ("partition.assignment.strategy (assignors)", assignors),
+                ("session.timeout.ms", session_timeout_ms),
+                ("heartbeat.interval.ms", heartbeat_interval_ms),
+            )
+            for setting, given in classic_only:
+                if given is not None:
+                    raise ConfigError(
+                        f"{setting} is not supported with group_protocol='consumer': the "
+                        "coordinator decides it (use server_assignor to name its assignor)"
+                    )
+            consumer_config = ConsumerMemberConfig(
+                group_id=group_id,
+                topics=topics,
+                max_poll_interval_ms=max_poll_interval_ms,
+                group_instance_id=group_instance_id,
+                server_assignor=server_assignor,
+                rack_id=client_rack,
+                client_id=client_id,
+                retry_backoff_ms=retry_backoff_ms,
+                max_versions=versions,
+            )
+            self.config = consumer_config
+            self._machine = ConsumerMemberMachine(consumer_config)
+            self._request_types = CONSUMER_MEMBER_REQUEST_TYPES
+        else:
+            consumer_only: tuple[tuple[str, object], ...] = (
+                ("server_assignor", server_assignor),
+                ("client_rack", client_rack),
+            )
+            for setting, given in consumer_only:
+                if given is not None:
+                    raise ConfigError(f"{setting} needs group_protocol='consumer'")
+            if assignors is None:
+                from groupcoord.assignors import CooperativeStickyAssignor, RangeAssignor
+
+                # Kafka's default partition.assignment.strategy (3.x): range first, then
+                # cooperative-sticky, so that a later bounce can drop range (KIP-429).
+                assignors = [RangeAssignor(), CooperativeStickyAssignor()]
+            classic_config = MemberConfig(
+                group_id=group_id,
+                topics=topics,
+                assignors=assignors,
+                session_timeout_ms=45_000 if session_timeout_ms is None else session_timeout_ms,
+                heartbeat_interval_ms=(
+                    3_000 if heartbeat_interval_ms is None else heartbeat_interval_ms
+                ),
+                max_poll_interval_ms=max_poll_interval_ms,
+                group_instance_id=group_instance_id,
+                client_id=client_id,
+                retry_backoff_ms=retry_backoff_ms,
+                max_versions=versions,
+            )
+            self.config = classic_config
+            self._machine = MemberMachine(classic_config)
+            self._request_types = MEMBER_REQUEST_TYPES
         self._listener = listener or RebalanceListener()
         self._client = KafkaClient(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms
         )
         self._request_timeout_ms = request_timeout_ms
         self._metadata_max_age_ms = metadata_max_age_ms
-        self._machine = MemberMachine(self.config)
 
         # _lock guards the machine and everything below; _changed is notified whenever the
         # heartbeat thread has fed the machine, so waiting application calls re-check.
@@ -149,7 +240,7 @@ class GroupMember:
         self._changed = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._completed: collections.deque[tuple[AnyRequest, PendingResponse]] = collections.deque()
+        self._completed: collections.deque[tuple[Request, PendingResponse]] = collections.deque()
         self._coordinator: BrokerConnection | None = None
         self._fetched_topics: frozenset[str] = frozenset()
         # topics the last Metadata answered with an error: each is warned about once
@@ -206,11 +297,7 @@ class GroupMember:
                 calls = self._machine.take_callbacks(hold=True)
                 if not calls:
                     remaining = deadline - _now_ms()
-                    stable = (
-                        self._machine.state is MemberState.STABLE
-                        and not self._machine.rejoin_needed
-                    )
-                    if stable or remaining <= 0:
+                    if self._machine.settled or remaining <= 0:
                         return self._machine.assignment
                     self._changed.wait(remaining / 1000)
                     continue
@@ -382,6 +469,8 @@ class GroupMember:
         with self._lock:
             lookup_due = self._machine.coordinator_lookup_due(_now_ms())
             wanted_topics = self._machine.metadata_topics()
+            if self._machine.needs_metadata:
+                self._next_metadata_ms = 0  # an assignment names a topic id we do not know
         if lookup_due and _now_ms() >= self._next_discovery_ms:
             self._discover_coordinator()
         now = _now_ms()
@@ -425,10 +514,11 @@ class GroupMember:
         try:
             address = self._client.find_coordinator(self.config.group_id)
             connection = self._client.connection(address)
+            api_keys = {request_type.API_KEY for request_type in self._request_types}
             caps = {
                 api_key: connection.version_for(api_key, lo, hi)
                 for api_key, (lo, hi) in GROUP_API_VERSIONS.items()
-                if api_key in _MEMBER_API_KEYS
+                if api_key in api_keys
             }
         except KafkaError as e:
             if not e.retriable:
@@ -438,7 +528,7 @@ class GroupMember:
         self._discovery_backoff.reset()
         # the codecs of the versions we will speak, before the first JoinGroup: built on
         # first use they delay the first SyncGroup by milliseconds (see prepare)
-        for request_type in MEMBER_REQUEST_TYPES:
+        for request_type in self._request_types:
             prepare(request_type.API_KEY, version_for(request_type, caps))
         self._coordinator = connection
         with self._lock:
@@ -461,7 +551,13 @@ class GroupMember:
         self._warn_missing_topics(metadata.topic_errors)
         self._next_metadata_ms = _now_ms() + self._metadata_max_age_ms
         with self._lock:
-            self._machine.set_metadata(metadata.partitions_per_topic, _now_ms())
+            if isinstance(self._machine, ConsumerMemberMachine):
+                # KIP-848 assignments name topics by id
+                self._machine.set_metadata(
+                    metadata.partitions_per_topic, _now_ms(), metadata.topic_ids
+                )
+            else:
+                self._machine.set_metadata(metadata.partitions_per_topic, _now_ms())
 
     def _warn_missing_topics(self, errors: Mapping[str, type[KafkaError]]) -> None:
         """Kafka's clients warn when metadata has no subscribed topic ("Error while fetching
@@ -480,7 +576,7 @@ class GroupMember:
 
     # -- requests -------------------------------------------------------------------
 
-    def _send(self, request: AnyRequest) -> None:
+    def _send(self, request: Request) -> None:
         connection = self._coordinator
         try:
             if connection is None or connection.closed:
@@ -491,14 +587,14 @@ class GroupMember:
                 timeout_ms = max(
                     timeout_ms, self.config.max_poll_interval_ms + _JOIN_GROUP_TIMEOUT_LAPSE_MS
                 )
-            pending = connection.send(to_kio_request(request), timeout_ms)
+            pending = connection.send(to_kio_request(cast(CoordinatorRequest, request)), timeout_ms)
         except KafkaError as e:
             with self._lock:
                 self._machine.request_failed(request, type(e), _now_ms())
             return
         pending.add_done_callback(lambda p: self._on_done(request, p))
 
-    def _on_done(self, request: AnyRequest, pending: PendingResponse) -> None:
+    def _on_done(self, request: Request, pending: PendingResponse) -> None:
         # Runs on a connection's reader thread: hand over and wake the heartbeat thread.
         self._completed.append((request, pending))
         self._wake.set()
@@ -512,9 +608,9 @@ class GroupMember:
                 self._machine.request_failed(request, type(error), now)
                 continue
             try:
-                # a member sends classic requests only: classic responses come back
+                # a member's requests are coordinator requests: their responses come back
                 response = cast(
-                    AnyResponse,
+                    Response,
                     from_kio_response(
                         request.API_KEY,
                         request.version,
