@@ -8,6 +8,9 @@
 - ``test_bench_wire_heartbeats_tls``: the same load against the same server build with an
   SSL listener (TLS 1.3, stdlib ``ssl`` on both sides) and a PLAINTEXT one, alternated in
   one run: the TLS cost per heartbeat is the difference in server CPU per heartbeat.
+- ``test_bench_wire_consumer_group_heartbeats``: the heartbeat load with KIP-848 members
+  (steady ConsumerGroupHeartbeat v1 of converged consumer groups), then classic members
+  against a fresh server of the same build, in one run: server CPU per heartbeat of each.
 - ``test_bench_wire_rebalance``: a Stable group of N members, one connection each as real
   consumers have, rebalances: every member sends JoinGroup, the leader computes a range
   assignment with groupcoord's assignor from the JoinGroup metadata, every member sends
@@ -297,6 +300,104 @@ def heartbeat_load(args: dict[str, Any]) -> dict[str, Any]:
     return _heartbeat_loop(conns, frames, args["seconds"])
 
 
+def _consumer_heartbeat(
+    group: str, member_id: str, epoch: int, owned: Any = None, join: bool = False
+) -> Any:
+    """ConsumerGroupHeartbeat v1: a join (epoch 0, the subscription, empty owned list), a
+    report of what the member owns, or (``owned`` None) a steady beat with nothing new."""
+    from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
+    from kio.schema.types import GroupId, TopicName
+    from kio.static.primitive import i32, i32Timedelta
+
+    return ConsumerGroupHeartbeatRequest(
+        group_id=GroupId(group),
+        member_id=member_id,
+        member_epoch=i32(epoch),
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=SESSION_MS))
+        if join
+        else i32Timedelta.parse(datetime.timedelta(milliseconds=-1)),
+        subscribed_topic_names=tuple(TopicName(t) for t in TOPICS) if join else None,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        topic_partitions=() if join else owned,
+    )
+
+
+def form_consumer_groups(conns: Sequence[Conn], seats: Sequence[Seat]) -> None:
+    """KIP-848: every seat joins with epoch 0 (its own member id, KIP-1082), then reports
+    what it was assigned until no answer brings a new assignment: the groups have
+    converged and every member is at its group's epoch."""
+    from kio.schema.consumer_group_heartbeat.v1.request import (
+        ConsumerGroupHeartbeatRequest,
+        TopicPartitions,
+    )
+    from kio.schema.errors import ErrorCode
+
+    per_conn = _rounds(seats, len(conns))
+    owned: dict[int, Any] = {}
+    for i, seat in enumerate(seats):
+        seat.member_id = f"bench-{i:05d}-{seat.group}"
+    joining = True
+    for _round in range(50):
+        frames = [
+            [
+                _encode(
+                    _consumer_heartbeat(
+                        s.group, s.member_id, max(s.generation, 0), owned.get(id(s)), joining
+                    )
+                )
+                for s in c
+            ]
+            for c in per_conn
+        ]
+        answers = exchange(conns, frames)
+        changed = False
+        for conn_seats, conn_answers in zip(per_conn, answers, strict=True):
+            for seat, body in zip(conn_seats, conn_answers, strict=True):
+                response = _decode(ConsumerGroupHeartbeatRequest, body)
+                assert response.error_code == ErrorCode.none, response
+                if seat.generation != int(response.member_epoch):
+                    changed = True
+                seat.generation = int(response.member_epoch)
+                if response.assignment is not None:
+                    new = tuple(
+                        TopicPartitions(topic_id=t.topic_id, partitions=t.partitions)
+                        for t in response.assignment.topic_partitions
+                    )
+                    if new != owned.get(id(seat)):
+                        changed = True
+                    owned[id(seat)] = new
+        if not joining and not changed:
+            return
+        joining = False
+    raise AssertionError("the consumer groups did not converge in 50 rounds")
+
+
+def consumer_heartbeat_load(args: dict[str, Any]) -> dict[str, Any]:
+    """The heartbeat load with KIP-848 members: ConsumerGroupHeartbeat v1, steady beats
+    (the member's epoch, every optional field null) once the groups converged."""
+    members, n_conns, group_size = args["members"], args["connections"], args["group_size"]
+    conns = _connect(args["host"], args["port"], n_conns, args.get("cafile"))
+    seats = [
+        Seat(group=f"cg-{i // group_size}", conn=i % group_size % n_conns) for i in range(members)
+    ]
+    seats.sort(key=lambda s: (s.conn, s.group))
+    form_consumer_groups(conns, seats)
+    per_conn = _rounds(seats, n_conns)
+    frames = [
+        [
+            _encode(_consumer_heartbeat(s.group, s.member_id, s.generation), correlation=k)
+            for k, s in enumerate(c)
+        ]
+        for c in per_conn
+    ]
+    print("ready", flush=True)
+    sys.stdin.readline()
+    return _heartbeat_loop(conns, frames, args["seconds"])
+
+
 def _heartbeat_loop(
     conns: Sequence[Conn], frames: Sequence[Sequence[bytes]], seconds: float
 ) -> dict[str, Any]:
@@ -326,7 +427,8 @@ def _heartbeat_loop(
                 now = time.perf_counter()
                 own = frames[i]
                 for body in bodies:
-                    # Heartbeat v4 answer: correlation, tagged fields (1), throttle, error
+                    # Heartbeat v4 and ConsumerGroupHeartbeat v1 answers alike: correlation,
+                    # tagged fields (1), throttle, error
                     errors += body[9] != 0 or body[10] != 0
                     latencies.append(now - conn.sent.popleft())
                 answered_total += len(bodies)
@@ -547,6 +649,7 @@ def measure_heartbeats(
     extra: Sequence[str] = (),
     benchmark: Any = None,
     tls: tuple[Path, Path] | None = None,
+    mode: str = "heartbeat",
 ) -> dict[str, Any]:
     """One heartbeat load (``args``: members, connections, group_size, seconds) against a
     server started with ``store`` and ``extra`` flags: the generator's result plus the
@@ -563,7 +666,7 @@ def measure_heartbeats(
         args = args | {"cafile": str(cert_file)}
     with bench_server(store, extra) as server:
         args = args | {"host": server.host, "port": server.port}
-        with load_generator("heartbeat", args) as gen:
+        with load_generator(mode, args) as gen:
             assert gen.stdin is not None and gen.stdout is not None
             cpu_before = server.cpu_seconds()
 
@@ -660,6 +763,40 @@ def test_bench_wire_heartbeats_tls(benchmark: Any, request: Any, tmp_path: Path)
     )
 
 
+def test_bench_wire_consumer_group_heartbeats(benchmark: Any, request: Any) -> None:
+    """KIP-848 beside classic: the same members, connections and group sizes, steady
+    ConsumerGroupHeartbeats (v1) of converged consumer groups, then classic Heartbeats
+    (v4) of Stable groups against a fresh server of the same build, in one run."""
+    args = heartbeat_args(_full(request.config))
+    kip848 = measure_heartbeats(args, benchmark=benchmark, mode="consumer-heartbeat")
+    classic = measure_heartbeats(args)
+    for result in (kip848, classic):
+        assert result["errors"] == 0, result
+        assert result["answered"] > 0
+    lines = []
+    for label, result in (("ConsumerGroupHeartbeat", kip848), ("classic Heartbeat", classic)):
+        rate = result["answered"] / result["elapsed_s"]
+        per_cpu = result["per_cpu"]
+        us = 1e6 / per_cpu
+        lines.append(
+            f"{label}: {rate:,.0f}/s, {per_cpu:,.0f} per server CPU-second ({us:.2f} us), "
+            f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms"
+        )
+    benchmark.extra_info.update(
+        args
+        | {
+            "kip848_per_server_cpu_s": kip848["per_cpu"],
+            "classic_per_server_cpu_s": classic["per_cpu"],
+        }
+    )
+    print(f"\nwire heartbeats, {args['members']} members / {args['connections']} connections:")
+    print("\n".join(lines))
+    print(
+        f"ConsumerGroupHeartbeat / classic server CPU per heartbeat: "
+        f"{classic['per_cpu'] / kip848['per_cpu']:.2f}x"
+    )
+
+
 def test_bench_wire_rebalance(benchmark: Any, request: Any) -> None:
     full = _full(request.config)
     n = 1000 if full else 20
@@ -704,6 +841,8 @@ if __name__ == "__main__":
     mode, raw = sys.argv[1], json.loads(sys.argv[2])
     if mode == "heartbeat":
         print(json.dumps(heartbeat_load(raw)), flush=True)
+    elif mode == "consumer-heartbeat":
+        print(json.dumps(consumer_heartbeat_load(raw)), flush=True)
     elif mode == "rebalance":
         rebalance_driver(raw)
     else:

@@ -31,6 +31,7 @@ from groupcoord.coordinator import (
     HeartbeatResponse,
     OffsetCommitResponse,
 )
+from groupcoord.coordinator.consumer_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.output import CoordinatorResponse
 from groupcoord.errors import (
     GroupAuthorizationFailedError,
@@ -38,6 +39,12 @@ from groupcoord.errors import (
     InvalidRequestError,
     KafkaError,
     UnknownServerError,
+)
+from groupcoord.protocol.consumer_heartbeat_codec import (
+    CONSUMER_HEARTBEAT_API_KEY,
+    consumer_heartbeat_prefixes,
+    decode_consumer_heartbeat_request,
+    encode_consumer_heartbeat_response,
 )
 from groupcoord.protocol.group_messages import (
     GROUP_API_KEYS,
@@ -126,6 +133,10 @@ class Dispatcher:
         self._heartbeats = heartbeat_prefixes(*self.versions.get(HEARTBEAT_API_KEY, (0, -1)))
         # likewise the OffsetCommits the hand codec may read
         self._commits = offset_commit_prefixes(*self.versions.get(OFFSET_COMMIT_API_KEY, (0, -1)))
+        # and KIP-848's ConsumerGroupHeartbeats
+        self._consumer_heartbeats = consumer_heartbeat_prefixes(
+            *self.versions.get(CONSUMER_HEARTBEAT_API_KEY, (0, -1))
+        )
 
     def serves(self, api_key: int, version: int) -> bool:
         lo, hi = self.versions.get(api_key, (0, -1))
@@ -139,6 +150,10 @@ class Dispatcher:
             return self._heartbeat(frame, principal, client_host)
         if prefix in self._commits:
             reply = self._offset_commit(frame, principal, client_host)
+            if reply is not None:
+                return reply
+        if prefix in self._consumer_heartbeats:
+            reply = self._consumer_heartbeat(frame, principal, client_host)
             if reply is not None:
                 return reply
         try:
@@ -271,6 +286,34 @@ class Dispatcher:
             lambda r: encode_heartbeat_response(correlation_id, version, _error_code(r)),
         )
 
+    def _consumer_heartbeat(self, frame: bytes, principal: str, client_host: str) -> Reply | None:
+        """KIP-848's hot path: a common ConsumerGroupHeartbeat read and answered without
+        kio or the generic mapping (:mod:`~groupcoord.protocol.consumer_heartbeat_codec`,
+        byte-identical to it); ``None`` for any other frame (the generic path)."""
+        decoded = decode_consumer_heartbeat_request(
+            frame, self.groups.new_correlation(), client_host
+        )
+        if decoded is None:
+            return None
+        correlation_id, request = decoded
+
+        def encode(response: CoordinatorResponse) -> bytes:
+            return _encode_consumer_heartbeat(correlation_id, response)
+
+        if self._authorizer is not None:
+            allowed = caller_check(self._authorizer, principal, client_host.lstrip("/"))
+            forward, finish = check_group_request(request, allowed)
+            if forward is None:
+                return encode(finish(None))
+            checked = self.groups.submit(forward)
+            if not isinstance(checked, asyncio.Future):
+                return encode(finish(checked))
+            return _encoded_later(checked, lambda r: encode(finish(r)))
+        answered = self.groups.submit(request)
+        if not isinstance(answered, asyncio.Future):
+            return encode(answered)
+        return _encoded_later(answered, encode)
+
     def _offset_commit(self, frame: bytes, principal: str, client_host: str) -> Reply | None:
         """The durable-commit hot path: a common OffsetCommit read and answered without
         kio or the generic mapping (:mod:`~groupcoord.protocol.offset_commit_codec`,
@@ -320,6 +363,11 @@ def _encoded_later(
 
     answered.add_done_callback(encoded)
     return reply
+
+
+def _encode_consumer_heartbeat(correlation_id: int, response: CoordinatorResponse) -> bytes:
+    assert isinstance(response, ConsumerGroupHeartbeatResponse)
+    return encode_consumer_heartbeat_response(correlation_id, response)
 
 
 def _encode_commit(correlation_id: int, response: CoordinatorResponse) -> bytes:
