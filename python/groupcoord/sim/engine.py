@@ -283,6 +283,9 @@ class Process:
     held_wake: int | None = None
     #: its heartbeats run in the lane (``Engine(lazy=True)``)
     lane: _Lane | None = None
+    #: ``wake_at`` when an answer's arrival ended its lazy steps and that wake-up is not
+    #: queued yet: the answer's step may go lazy again from it (see ``Engine._at_member``)
+    unqueued_wake: int | None = None
     up_last_ms: float = 0.0
     down_last_ms: float = 0.0
     next_auto_commit_ms: int = 0
@@ -1274,9 +1277,12 @@ class Engine:
                         process.wake_at = at
                         return
                     wake_at = process.wake_at
-                    if (wake_at is None or at < wake_at or wake_at < now) and self._go_lazy(
-                        process, at, deadline
-                    ):
+                    if (
+                        wake_at is None
+                        or at < wake_at
+                        or wake_at < now
+                        or (at == wake_at and wake_at == process.unqueued_wake)
+                    ) and self._go_lazy(process, at, deadline):
                         return
                 self._set_wake(process, at, hold_until)
                 return
@@ -1428,8 +1434,40 @@ class Engine:
         self._step(process)
 
     def _at_member(self, process: Process, response: AnyResponse) -> None:
-        if process.lazy_until is not None or process.lane is not None:
-            self._touch(process)
+        if process.lazy_until is not None:
+            # (_unlazy without queuing the next wake-up: the step below usually wants the
+            # same one and goes lazy again from it; queued afterwards if it is still wanted)
+            self._catch_up(process)
+            self._leave_lazy(process)
+            at = process.wake_at
+            if at is not None:
+                assert at >= self.now
+                if at > self.now:
+                    process.unqueued_wake = at
+                else:  # queued before this millisecond in the eager run (as _unlazy does)
+                    heapq.heappush(
+                        self._queue,
+                        (at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, at)),
+                    )
+            try:
+                self._answer(process, response)
+            finally:
+                if process.unqueued_wake is not None:
+                    self._queue_unqueued_wake(process)
+            return
+        if process.lane is not None:
+            self._lane_leave(process)
+        self._answer(process, response)
+
+    def _queue_unqueued_wake(self, process: Process) -> None:
+        """The answer's step is over: the wake-up its arrival left unqueued is queued if the
+        process still wants it (not lazy from it, not superseded by an earlier one)."""
+        at, process.unqueued_wake = process.unqueued_wake, None
+        if process.lazy_until is None and process.wake_at == at and process.held_wake != at:
+            assert at is not None
+            self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
+
+    def _answer(self, process: Process, response: AnyResponse) -> None:
         if not process.alive or response.correlation not in process.outstanding:
             return  # dead, or the request was already failed (cut, failover)
         if process.paused_until is not None or (
