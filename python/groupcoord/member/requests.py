@@ -140,6 +140,9 @@ def leave_request(
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
     ordered = sorted(partitions)
+    if len(ordered) == 1:  # the usual commit of a consumer with one partition
+        tp = ordered[0]
+        return [(tp[0], [tp.partition])]
     return [(t, [tp.partition for tp in tps]) for t, tps in groupby(ordered, key=lambda tp: tp[0])]
 
 

@@ -356,6 +356,8 @@ class Engine:
         self._catching_up = False
         #: application steps run lazily (not as queued events)
         self.lazy_steps = 0
+        #: answers whose step left the process lazy (its next wake-up never queued)
+        self.lazy_answers = 0
         self._native = native
         record_time = scenario.workload.record_time_ms
         #: a constant record processing time (the Rust loop then draws nothing)
@@ -1260,16 +1262,9 @@ class Engine:
                     arrival_ms = self._send(process, sent.pop())
                     if self.thread:  # its answer is read at once (a pause steps on resume)
                         hold_until = arrival_ms
-                if self._rate > 0:
-                    self._start_batch(process)
-                at = process.busy_until
-                if at is None:
-                    at = deadline
-                    if self._rate > 0:
-                        arrival = self._next_arrival(process)
-                        if arrival is not None and arrival < at:
-                            at = arrival
-                elif deadline < at:
+                # the batch's end, or the next record, or the machine's deadline
+                at = self._poll_records(process) if self._rate > 0 else None
+                if at is None or deadline < at:
                     at = deadline
                 if self._lazy:
                     if self._catching_up:  # a lazy step: the next one is lazy too
@@ -1463,7 +1458,9 @@ class Engine:
         """The answer's step is over: the wake-up its arrival left unqueued is queued if the
         process still wants it (not lazy from it, not superseded by an earlier one)."""
         at, process.unqueued_wake = process.unqueued_wake, None
-        if process.lazy_until is None and process.wake_at == at and process.held_wake != at:
+        if process.lazy_until is not None:
+            self.lazy_answers += 1
+        elif process.wake_at == at and process.held_wake != at:
             assert at is not None
             self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
 
