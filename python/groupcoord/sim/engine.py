@@ -826,21 +826,26 @@ class Engine:
         here. ``False`` (nothing done): a batch in hand names a partition the process no
         longer holds (revoked while it processed it); the Python loop handles that."""
         owned = list(process.owned.items())
-        index = {tp: i for i, (tp, _) in enumerate(owned)}
         batch: list[tuple[int, int, list[float]]] = []
-        for segment in process.batch:
-            i = index.get(segment.tp)
-            if i is None:
-                return False
-            batch.append((i, segment.first_offset, segment.completions_ms))
+        if process.batch:
+            index = {tp: i for i, (tp, _) in enumerate(owned)}
+            for segment in process.batch:
+                i = index.get(segment.tp)
+                if i is None:
+                    return False
+                batch.append((i, segment.first_offset, segment.completions_ms))
         streams = self.streams
-        parts = []
-        for tp, o in owned:
-            stream = streams[tp]
-            position = -1 if o.position is None else o.position
-            parts.append(
-                (o.active, position, stream.start_ms, stream.rate_per_s, stream.processed_end)
+        held = [streams[tp] for tp, _ in owned]
+        parts = [
+            (
+                o.active,
+                -1 if o.position is None else o.position,
+                s.start_ms,
+                s.rate_per_s,
+                s.processed_end,
             )
+            for (_, o), s in zip(owned, held, strict=True)
+        ]
         machine, sent, recorder = process.machine, self._sent, self.recorder
         rr, busy_until = process.rr, process.busy_until
         polled: int | None = None
@@ -848,7 +853,7 @@ class Engine:
         now = self.now
         current: int | None = wake_at
         try:
-            while current is not None and current < until and current < limit:
+            while current is not None:  # (always: narrowed for the type checker)
                 state, ran, counts = _core.app_loop(
                     parts,
                     batch,
@@ -863,10 +868,6 @@ class Engine:
                     recorder.max_lag_ms,
                 )
                 ends, rr, busy_until, batch = state
-                parts = [
-                    (a, position, start, rate, end)
-                    for (a, _, start, rate, _), (position, end) in zip(parts, ends, strict=True)
-                ]
                 current, last_polled, ran_steps, poll = ran
                 steps += ran_steps
                 if last_polled is not None:
@@ -874,34 +875,44 @@ class Engine:
                 records, duplicates, recorder.max_lag_ms, lags = counts
                 recorder.records_processed += records
                 recorder.duplicates += duplicates
-                lag_counts = recorder.lag_counts
-                for lag, n in lags:
-                    lag_counts[lag] += n
-                if poll is not None:
-                    # the step's next wake-up is past the lazy period: the machine's
-                    # deadline may come first (as in the Python loop)
-                    t, at = poll
-                    self.now = t
-                    deadline = machine.poll_idle(t, sent)
-                    assert deadline is not None and not sent, (process.name, t, deadline)
-                    polled = None
-                    if at is None or deadline < at:
-                        at = deadline
-                    current = at if at > t else t + 1
+                if lags:
+                    lag_counts = recorder.lag_counts
+                    for lag, n in lags:
+                        lag_counts[lag] += n
+                if poll is None:
+                    break  # the next step is at or past ``until`` or ``limit``
+                # the step's next wake-up is past the lazy period: the machine's deadline
+                # may come first (as in the Python loop)
+                t, at = poll
+                self.now = t
+                deadline = machine.poll_idle(t, sent)
+                assert deadline is not None and not sent, (process.name, t, deadline)
+                polled = None
+                if at is None or deadline < at:
+                    at = deadline
+                current = at if at > t else t + 1
+                if current >= until or current >= limit:
+                    break
+                parts = [
+                    (a, position, start, rate, end)
+                    for (a, _, start, rate, _), (position, end) in zip(parts, ends, strict=True)
+                ]
             if polled is not None:
                 self.now = polled
                 deadline = machine.poll_idle(polled, sent)
                 assert deadline is not None and not sent, (process.name, polled, deadline)
         finally:
             self.now = now
-        for (tp, o), (active, position, _, _, end) in zip(owned, parts, strict=True):
-            if active:
+        for (_, o), s, (position, end) in zip(owned, held, ends, strict=True):
+            if o.active:
                 o.position = position
-            streams[tp].processed_end = end
+            s.processed_end = end
         process.rr, process.busy_until, process.wake_at = rr, busy_until, current
-        process.batch = [
-            _Segment(owned[i][0], first, completions) for i, first, completions in batch
-        ]
+        process.batch = (
+            [_Segment(owned[i][0], first, completions) for i, first, completions in batch]
+            if batch
+            else []
+        )
         self.lazy_steps += steps
         return True
 
