@@ -345,8 +345,8 @@ def test_members_that_process_stay_lazy_across_answers(
     overrides: dict[str, Any], native: bool
 ) -> None:
     """The scenario's default workload (every member processes records): the step that
-    reads a heartbeat's or a commit's answer leaves the process lazy, and the outputs are
-    the eager engine's."""
+    reads a heartbeat's or a commit's answer, or sends an auto-commit, leaves the process
+    lazy, and the outputs are the eager engine's."""
     scenario = Scenario.from_dict(
         {
             "duration_s": 90,

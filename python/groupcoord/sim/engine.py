@@ -1344,6 +1344,32 @@ class Engine:
                 at = arrival
         if closing and (at is None or process.close_deadline_ms < at):
             at = process.close_deadline_ms
+        elif (
+            self._lazy
+            and in_poll
+            and at is not None
+            and at > now
+            and deadline is not None
+            and process.alive
+            and not process.close_requested
+            and not process.buffered
+            and not process.fetches
+            and not process.poll_expired_seen
+            and process.cut_until is None
+            and process.paused_until is None
+            and not machine.poll_idle_blocked()
+        ):
+            # a step that sent a commit (or read an answer) and left the machine idle and
+            # stable: the application steps after it may be lazy, as after a quick step
+            # (``next_deadline`` is then what ``poll_idle`` would return)
+            wake_at = process.wake_at
+            if (
+                wake_at is None
+                or at < wake_at
+                or wake_at < now
+                or (at == wake_at and wake_at == process.unqueued_wake)
+            ) and self._go_lazy(process, at, deadline):
+                return
         self._set_wake(process, at)
 
     def _watch_machine(self, process: Process) -> None:
