@@ -367,6 +367,9 @@ class Engine:
         # The heartbeat lane (see "The heartbeat lane" in the module documentation): members
         # with the heartbeat thread and no application work of their own
         self._lane_ok: bool = lazy and self.thread
+        #: a heartbeat request that the coordinator can take quietly skips handle() (the
+        #: same state and answer; ``lazy=False`` keeps handle() for every request)
+        self._quiet_heartbeats: bool = lazy
         #: heartbeats answered in the lane
         self.lane_heartbeats = 0
         self._heartbeat_interval_ms: int = c.heartbeat_interval_ms
@@ -501,6 +504,24 @@ class Engine:
                 self._failed_at_member,
                 (process, request, CoordinatorNotAvailableError),
             )
+            return
+        if (
+            type(request) is HeartbeatRequest
+            and self._quiet_heartbeats
+            and coordinator.quiet_heartbeat(
+                request.group_id,
+                request.member_id,
+                request.generation_id,
+                request.group_instance_id,
+                self.now,
+            )
+        ):
+            # what handle() does and answers for a current member of a Stable group (the
+            # session refreshed, nothing else), without its request path
+            self._route(
+                [HeartbeatResponse(version=request.version, correlation=request.correlation)]
+            )
+            self._schedule_coordinator()
             return
         self._route(self._shell.handle(request, self.now))
         if isinstance(request, SyncGroupRequest) and (
