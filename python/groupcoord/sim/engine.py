@@ -76,6 +76,14 @@ so the same floats; the record times come from the process's own stream, or are 
 constant); ``Engine(native=False)`` runs it in Python, the reference the tests compare
 it with.
 
+A step that ends a lazy period (an answer's arrival, a boundary, an auto-commit's send)
+makes the following steps lazy again when it leaves the machine idle and stable, so a
+member that processes records is lazy between its exchanges; an answer's arrival does not
+queue the process's next wake-up until its step has decided whether it is still wanted.
+And a heartbeat request that the coordinator can take quietly
+(:meth:`~groupcoord.coordinator.GroupCoordinator.quiet_heartbeat`) skips ``handle``: the
+engine builds the answer ``handle`` would have.
+
 **The heartbeat lane** (also ``lazy=True``). A member with the heartbeat thread and no
 application work of its own (no records to process: none produced, or no partition) that
 has just read a heartbeat's answer, with nothing else outstanding, buffered, paused, cut
