@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groupcoord import errors
 from groupcoord.coordinator import (
@@ -129,6 +131,58 @@ def test_with_correlation_is_the_request_made_with_that_correlation(cls: type[An
         assert original.correlation == 1 and copy is not original
         with pytest.raises(AttributeError):
             copy.correlation = 3  # type: ignore[misc]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    version=st.integers(OffsetCommitRequest.MIN_VERSION, OffsetCommitRequest.MAX_VERSION),
+    before=st.dictionaries(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 2**31 - 1)),
+        st.integers(0, 2**63 - 1),
+        min_size=1,
+        max_size=6,
+    ),
+    after=st.lists(st.integers(0, 2**63 - 1), min_size=6, max_size=6),
+    instance=st.sampled_from([None, "i-1"]),
+)
+def test_a_commit_like_the_last_one_is_the_commit_built_anew(
+    version: int,
+    before: dict[tuple[str, int], int],
+    after: list[int],
+    instance: str | None,
+) -> None:
+    """A member's next OffsetCommit of the same partitions is a copy of its last one with
+    other offsets (``commit_request(..., like=)``, ``with_committed_offsets``): equal to the
+    request built and checked anew; one of other partitions or fields is built anew."""
+    from groupcoord.coordinator.messages import with_committed_offsets
+    from groupcoord.member.requests import commit_request
+    from groupcoord.types import TopicPartition
+
+    def build(offsets: dict[TopicPartition, int], like: Any = None, gen: int = 4) -> Any:
+        return commit_request(
+            version=version,
+            correlation=len(offsets),
+            group_id="g",
+            generation_id=gen,
+            member_id="m-1",
+            group_instance_id=instance,
+            offsets=offsets,
+            like=like,
+        )
+
+    first = {TopicPartition(t, p): o for (t, p), o in before.items()}
+    last = build(first)
+    again = dict(zip(sorted(first), after, strict=False))
+    assert build(again, like=last) == build(again)
+    # other partitions, another generation: built anew, equal all the same
+    fewer = dict(list(again.items())[1:]) or {TopicPartition("z", 0): 1}
+    assert build(fewer, like=last) == build(fewer)
+    assert build(again, like=last, gen=5) == build(again, gen=5)
+    # the offsets are still checked
+    with pytest.raises(ValueError, match="out of range"):
+        with_committed_offsets(last, 1, [2**63] * len(first))
+    with pytest.raises(ValueError, match="offsets for the request"):
+        with_committed_offsets(last, 1, [0] * (len(first) + 1))
 
 
 @pytest.mark.parametrize(

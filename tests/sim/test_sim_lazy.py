@@ -306,3 +306,59 @@ def test_native_loop_runs_and_changes_nothing(record_time: Any) -> None:
     _same(native, python)
     # thousands of application steps ran in the loop (batches of several records each)
     assert counts[0] > 5_000, counts
+
+
+@contextmanager
+def _lazy_answers() -> Iterator[list[int]]:
+    """Counts the answers after which the process stayed lazy, in the runs made inside."""
+    counts: list[int] = []
+
+    class Counting(Engine):
+        def run(self) -> Any:
+            recorder = super().run()
+            counts.append(self.lazy_answers)
+            return recorder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groupcoord.sim, "Engine", Counting)
+        yield counts
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        # answers that often arrive while a batch is in hand, or with records waiting
+        {"workload.record_time_ms": {"dist": "uniform", "low": 0, "high": 90}},
+        {
+            "timeline": [
+                {"at_s": 20, "action": "pause", "duration_s": 8, "count": 1},
+                {"at_s": 40, "action": "network_partition", "duration_s": 3, "count": 1},
+                {"at_s": 60, "action": "coordinator_failover", "downtime_s": 1},
+            ]
+        },
+    ],
+    ids=["default-workload", "long-records", "faults"],
+)
+def test_members_that_process_stay_lazy_across_answers(
+    overrides: dict[str, Any], native: bool
+) -> None:
+    """The scenario's default workload (every member processes records): the step that
+    reads a heartbeat's or a commit's answer, or sends an auto-commit, leaves the process
+    lazy, and the outputs are the eager engine's."""
+    scenario = Scenario.from_dict(
+        {
+            "duration_s": 90,
+            "group": {"members": 6, "topics": {"t": 6}},
+            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 6}},
+        }
+    ).replace(**overrides)
+    with _lazy_answers() as counts:
+        lazy = run(scenario, 7, check_invariants=True, native=native)
+    eager = run(scenario, 7, lazy=False)
+    _same(lazy, eager)
+    heartbeats = lazy.summary["simulated_heartbeats"]
+    # with 1 ms records most heartbeats' and commits' answers left their process lazy;
+    # with long ones many arrive during a batch, whose end is the next step
+    assert counts[0] > (heartbeats // 2 if not overrides else heartbeats // 10), counts

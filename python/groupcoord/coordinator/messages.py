@@ -17,7 +17,7 @@ Kafka error; ``error_code`` is its wire code (0 for none).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import ClassVar, Final, TypeAlias, TypeVar
 
@@ -69,6 +69,7 @@ __all__ = [
     "Response",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "with_committed_offsets",
     "with_correlation",
 ]
 
@@ -145,6 +146,37 @@ def with_correlation(request: _R, correlation: object) -> _R:
     for name in names:
         object.__setattr__(copy, name, getattr(request, name))
     object.__setattr__(copy, "correlation", correlation)
+    return copy
+
+
+def with_committed_offsets(
+    request: OffsetCommitRequest, correlation: object, offsets: Sequence[int]
+) -> OffsetCommitRequest:
+    """A copy of ``request`` with another ``correlation`` and other committed offsets, one
+    per partition in the request's order (topic after topic); only the offsets are checked.
+
+    Everything else was validated when ``request`` was made (a partition's other fields
+    are copied as they are), so the copy is as valid as a request built anew. For senders
+    that commit the same partitions again and again (a consumer's auto-commit).
+    """
+    if len(offsets) != sum(len(topic.partitions) for topic in request.topics):
+        raise ValueError(f"{len(offsets)} offsets for the request's partitions")
+    it = iter(offsets)
+    topics = []
+    for topic in request.topics:
+        parts = []
+        for p in topic.partitions:
+            part = object.__new__(OffsetCommitRequestPartition)
+            for name in _PARTITION_FIELDS:
+                object.__setattr__(part, name, getattr(p, name))
+            object.__setattr__(part, "committed_offset", _int(next(it), "committed_offset", _INT64))
+            parts.append(part)
+        t = object.__new__(OffsetCommitRequestTopic)
+        object.__setattr__(t, "name", topic.name)
+        object.__setattr__(t, "partitions", tuple(parts))
+        topics.append(t)
+    copy = with_correlation(request, correlation)
+    object.__setattr__(copy, "topics", tuple(topics))
     return copy
 
 
@@ -478,6 +510,15 @@ class OffsetCommitRequestPartition:
         _int(self.committed_leader_epoch, "committed_leader_epoch")
         _int(self.commit_timestamp, "commit_timestamp", _INT64)
         _opt_str(self.committed_metadata, "committed_metadata")
+
+
+# the fields with_committed_offsets copies as they are
+_PARTITION_FIELDS = (
+    "partition_index",
+    "committed_leader_epoch",
+    "commit_timestamp",
+    "committed_metadata",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

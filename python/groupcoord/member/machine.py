@@ -239,6 +239,8 @@ class MemberMachine:
         self._inflight: dict[object, _InFlight] = {}
         #: this generation's heartbeat; every beat is a copy with its own correlation
         self._heartbeat_proto: HeartbeatRequest | None = None
+        #: the last OffsetCommit sent: the next one with the same partitions is a copy
+        self._last_commit: OffsetCommitRequest | None = None
         self._correlations = itertools.count(1) if correlation_ids is None else correlation_ids
         self._t = _Timers()
         self._f = _Flags()
@@ -776,7 +778,9 @@ class MemberMachine:
                 member_id=self.member_id,
                 group_instance_id=self.config.group_instance_id,
                 offsets=queued.handle.offsets,
+                like=self._last_commit,
             )
+            self._last_commit = request
             self._inflight[correlation] = _InFlight(request, commit=queued.handle)
             out.append(request)
 

@@ -22,6 +22,7 @@ from groupcoord.coordinator.messages import (
     OffsetFetchRequestTopic,
     Request,
     SyncGroupRequest,
+    with_committed_offsets,
 )
 from groupcoord.types import TopicPartition
 
@@ -140,6 +141,9 @@ def leave_request(
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
     ordered = sorted(partitions)
+    if len(ordered) == 1:  # the usual commit of a consumer with one partition
+        tp = ordered[0]
+        return [(tp[0], [tp.partition])]
     return [(t, [tp.partition for tp in tps]) for t, tps in groupby(ordered, key=lambda tp: tp[0])]
 
 
@@ -152,7 +156,32 @@ def commit_request(
     member_id: str,
     group_instance_id: str | None,
     offsets: Mapping[TopicPartition, int],
+    like: OffsetCommitRequest | None = None,
 ) -> OffsetCommitRequest:
+    """The OffsetCommit of ``offsets``; ``like``: a request built before by this function,
+    copied (``with_committed_offsets``) when it has the same fields and partitions."""
+    if (
+        like is not None
+        and like.version == version
+        and like.generation_id_or_member_epoch == (generation_id if version >= 1 else -1)
+        and like.member_id == (member_id if version >= 1 else "")
+        and like.group_id == group_id
+        and like.group_instance_id == (group_instance_id if version >= 7 else None)
+    ):
+        values: list[int] = []
+        for topic in like.topics:
+            name = topic.name
+            for p in topic.partitions:
+                value = offsets.get(TopicPartition(name, p.partition_index))
+                if value is None:
+                    break
+                values.append(value)
+            else:
+                continue
+            break
+        else:
+            if len(values) == len(offsets):
+                return with_committed_offsets(like, correlation, values)
     topics = tuple(
         OffsetCommitRequestTopic(
             name=topic,

@@ -76,6 +76,14 @@ so the same floats; the record times come from the process's own stream, or are 
 constant); ``Engine(native=False)`` runs it in Python, the reference the tests compare
 it with.
 
+A step that ends a lazy period (an answer's arrival, a boundary, an auto-commit's send)
+makes the following steps lazy again when it leaves the machine idle and stable, so a
+member that processes records is lazy between its exchanges; an answer's arrival does not
+queue the process's next wake-up until its step has decided whether it is still wanted.
+And a heartbeat request that the coordinator can take quietly
+(:meth:`~groupcoord.coordinator.GroupCoordinator.quiet_heartbeat`) skips ``handle``: the
+engine builds the answer ``handle`` would have.
+
 **The heartbeat lane** (also ``lazy=True``). A member with the heartbeat thread and no
 application work of its own (no records to process: none produced, or no partition) that
 has just read a heartbeat's answer, with nothing else outstanding, buffered, paused, cut
@@ -283,6 +291,9 @@ class Process:
     held_wake: int | None = None
     #: its heartbeats run in the lane (``Engine(lazy=True)``)
     lane: _Lane | None = None
+    #: ``wake_at`` when an answer's arrival ended its lazy steps and that wake-up is not
+    #: queued yet: the answer's step may go lazy again from it (see ``Engine._at_member``)
+    unqueued_wake: int | None = None
     up_last_ms: float = 0.0
     down_last_ms: float = 0.0
     next_auto_commit_ms: int = 0
@@ -353,6 +364,8 @@ class Engine:
         self._catching_up = False
         #: application steps run lazily (not as queued events)
         self.lazy_steps = 0
+        #: answers whose step left the process lazy (its next wake-up never queued)
+        self.lazy_answers = 0
         self._native = native
         record_time = scenario.workload.record_time_ms
         #: a constant record processing time (the Rust loop then draws nothing)
@@ -362,6 +375,9 @@ class Engine:
         # The heartbeat lane (see "The heartbeat lane" in the module documentation): members
         # with the heartbeat thread and no application work of their own
         self._lane_ok: bool = lazy and self.thread
+        #: a heartbeat request that the coordinator can take quietly skips handle() (the
+        #: same state and answer; ``lazy=False`` keeps handle() for every request)
+        self._quiet_heartbeats: bool = lazy
         #: heartbeats answered in the lane
         self.lane_heartbeats = 0
         self._heartbeat_interval_ms: int = c.heartbeat_interval_ms
@@ -496,6 +512,24 @@ class Engine:
                 self._failed_at_member,
                 (process, request, CoordinatorNotAvailableError),
             )
+            return
+        if (
+            type(request) is HeartbeatRequest
+            and self._quiet_heartbeats
+            and coordinator.quiet_heartbeat(
+                request.group_id,
+                request.member_id,
+                request.generation_id,
+                request.group_instance_id,
+                self.now,
+            )
+        ):
+            # what handle() does and answers for a current member of a Stable group (the
+            # session refreshed, nothing else), without its request path
+            self._route(
+                [HeartbeatResponse(version=request.version, correlation=request.correlation)]
+            )
+            self._schedule_coordinator()
             return
         self._route(self._shell.handle(request, self.now))
         if isinstance(request, SyncGroupRequest) and (
@@ -821,21 +855,26 @@ class Engine:
         here. ``False`` (nothing done): a batch in hand names a partition the process no
         longer holds (revoked while it processed it); the Python loop handles that."""
         owned = list(process.owned.items())
-        index = {tp: i for i, (tp, _) in enumerate(owned)}
         batch: list[tuple[int, int, list[float]]] = []
-        for segment in process.batch:
-            i = index.get(segment.tp)
-            if i is None:
-                return False
-            batch.append((i, segment.first_offset, segment.completions_ms))
+        if process.batch:
+            index = {tp: i for i, (tp, _) in enumerate(owned)}
+            for segment in process.batch:
+                i = index.get(segment.tp)
+                if i is None:
+                    return False
+                batch.append((i, segment.first_offset, segment.completions_ms))
         streams = self.streams
-        parts = []
-        for tp, o in owned:
-            stream = streams[tp]
-            position = -1 if o.position is None else o.position
-            parts.append(
-                (o.active, position, stream.start_ms, stream.rate_per_s, stream.processed_end)
+        held = [streams[tp] for tp, _ in owned]
+        parts = [
+            (
+                o.active,
+                -1 if o.position is None else o.position,
+                s.start_ms,
+                s.rate_per_s,
+                s.processed_end,
             )
+            for (_, o), s in zip(owned, held, strict=True)
+        ]
         machine, sent, recorder = process.machine, self._sent, self.recorder
         rr, busy_until = process.rr, process.busy_until
         polled: int | None = None
@@ -843,7 +882,7 @@ class Engine:
         now = self.now
         current: int | None = wake_at
         try:
-            while current is not None and current < until and current < limit:
+            while current is not None:  # (always: narrowed for the type checker)
                 state, ran, counts = _core.app_loop(
                     parts,
                     batch,
@@ -858,10 +897,6 @@ class Engine:
                     recorder.max_lag_ms,
                 )
                 ends, rr, busy_until, batch = state
-                parts = [
-                    (a, position, start, rate, end)
-                    for (a, _, start, rate, _), (position, end) in zip(parts, ends, strict=True)
-                ]
                 current, last_polled, ran_steps, poll = ran
                 steps += ran_steps
                 if last_polled is not None:
@@ -869,34 +904,44 @@ class Engine:
                 records, duplicates, recorder.max_lag_ms, lags = counts
                 recorder.records_processed += records
                 recorder.duplicates += duplicates
-                lag_counts = recorder.lag_counts
-                for lag, n in lags:
-                    lag_counts[lag] += n
-                if poll is not None:
-                    # the step's next wake-up is past the lazy period: the machine's
-                    # deadline may come first (as in the Python loop)
-                    t, at = poll
-                    self.now = t
-                    deadline = machine.poll_idle(t, sent)
-                    assert deadline is not None and not sent, (process.name, t, deadline)
-                    polled = None
-                    if at is None or deadline < at:
-                        at = deadline
-                    current = at if at > t else t + 1
+                if lags:
+                    lag_counts = recorder.lag_counts
+                    for lag, n in lags:
+                        lag_counts[lag] += n
+                if poll is None:
+                    break  # the next step is at or past ``until`` or ``limit``
+                # the step's next wake-up is past the lazy period: the machine's deadline
+                # may come first (as in the Python loop)
+                t, at = poll
+                self.now = t
+                deadline = machine.poll_idle(t, sent)
+                assert deadline is not None and not sent, (process.name, t, deadline)
+                polled = None
+                if at is None or deadline < at:
+                    at = deadline
+                current = at if at > t else t + 1
+                if current >= until or current >= limit:
+                    break
+                parts = [
+                    (a, position, start, rate, end)
+                    for (a, _, start, rate, _), (position, end) in zip(parts, ends, strict=True)
+                ]
             if polled is not None:
                 self.now = polled
                 deadline = machine.poll_idle(polled, sent)
                 assert deadline is not None and not sent, (process.name, polled, deadline)
         finally:
             self.now = now
-        for (tp, o), (active, position, _, _, end) in zip(owned, parts, strict=True):
-            if active:
+        for (_, o), s, (position, end) in zip(owned, held, ends, strict=True):
+            if o.active:
                 o.position = position
-            streams[tp].processed_end = end
+            s.processed_end = end
         process.rr, process.busy_until, process.wake_at = rr, busy_until, current
-        process.batch = [
-            _Segment(owned[i][0], first, completions) for i, first, completions in batch
-        ]
+        process.batch = (
+            [_Segment(owned[i][0], first, completions) for i, first, completions in batch]
+            if batch
+            else []
+        )
         self.lazy_steps += steps
         return True
 
@@ -1257,16 +1302,9 @@ class Engine:
                     arrival_ms = self._send(process, sent.pop())
                     if self.thread:  # its answer is read at once (a pause steps on resume)
                         hold_until = arrival_ms
-                if self._rate > 0:
-                    self._start_batch(process)
-                at = process.busy_until
-                if at is None:
-                    at = deadline
-                    if self._rate > 0:
-                        arrival = self._next_arrival(process)
-                        if arrival is not None and arrival < at:
-                            at = arrival
-                elif deadline < at:
+                # the batch's end, or the next record, or the machine's deadline
+                at = self._poll_records(process) if self._rate > 0 else None
+                if at is None or deadline < at:
                     at = deadline
                 if self._lazy:
                     if self._catching_up:  # a lazy step: the next one is lazy too
@@ -1274,9 +1312,12 @@ class Engine:
                         process.wake_at = at
                         return
                     wake_at = process.wake_at
-                    if (wake_at is None or at < wake_at or wake_at < now) and self._go_lazy(
-                        process, at, deadline
-                    ):
+                    if (
+                        wake_at is None
+                        or at < wake_at
+                        or wake_at < now
+                        or (at == wake_at and wake_at == process.unqueued_wake)
+                    ) and self._go_lazy(process, at, deadline):
                         return
                 self._set_wake(process, at, hold_until)
                 return
@@ -1332,6 +1373,32 @@ class Engine:
                 at = arrival
         if closing and (at is None or process.close_deadline_ms < at):
             at = process.close_deadline_ms
+        elif (
+            self._lazy
+            and in_poll
+            and at is not None
+            and at > now
+            and deadline is not None
+            and process.alive
+            and not process.close_requested
+            and not process.buffered
+            and not process.fetches
+            and not process.poll_expired_seen
+            and process.cut_until is None
+            and process.paused_until is None
+            and not machine.poll_idle_blocked()
+        ):
+            # a step that sent a commit (or read an answer) and left the machine idle and
+            # stable: the application steps after it may be lazy, as after a quick step
+            # (``next_deadline`` is then what ``poll_idle`` would return)
+            wake_at = process.wake_at
+            if (
+                wake_at is None
+                or at < wake_at
+                or wake_at < now
+                or (at == wake_at and wake_at == process.unqueued_wake)
+            ) and self._go_lazy(process, at, deadline):
+                return
         self._set_wake(process, at)
 
     def _watch_machine(self, process: Process) -> None:
@@ -1428,8 +1495,42 @@ class Engine:
         self._step(process)
 
     def _at_member(self, process: Process, response: AnyResponse) -> None:
-        if process.lazy_until is not None or process.lane is not None:
-            self._touch(process)
+        if process.lazy_until is not None:
+            # (_unlazy without queuing the next wake-up: the step below usually wants the
+            # same one and goes lazy again from it; queued afterwards if it is still wanted)
+            self._catch_up(process)
+            self._leave_lazy(process)
+            at = process.wake_at
+            if at is not None:
+                assert at >= self.now
+                if at > self.now:
+                    process.unqueued_wake = at
+                else:  # queued before this millisecond in the eager run (as _unlazy does)
+                    heapq.heappush(
+                        self._queue,
+                        (at, _WAKE, process.key, 0, next(self._seq), self._wake, (process, at)),
+                    )
+            try:
+                self._answer(process, response)
+            finally:
+                if process.unqueued_wake is not None:
+                    self._queue_unqueued_wake(process)
+            return
+        if process.lane is not None:
+            self._lane_leave(process)
+        self._answer(process, response)
+
+    def _queue_unqueued_wake(self, process: Process) -> None:
+        """The answer's step is over: the wake-up its arrival left unqueued is queued if the
+        process still wants it (not lazy from it, not superseded by an earlier one)."""
+        at, process.unqueued_wake = process.unqueued_wake, None
+        if process.lazy_until is not None:
+            self.lazy_answers += 1
+        elif process.wake_at == at and process.held_wake != at:
+            assert at is not None
+            self._push(at, _WAKE, process.key, 0, self._wake, (process, at))
+
+    def _answer(self, process: Process, response: AnyResponse) -> None:
         if not process.alive or response.correlation not in process.outstanding:
             return  # dead, or the request was already failed (cut, failover)
         if process.paused_until is not None or (
