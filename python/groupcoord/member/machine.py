@@ -231,6 +231,9 @@ class MemberMachine:
         self._metadata: dict[str, int] = {}
         self._assignment_snapshot: dict[str, int | None] = {}
         self._last_assigned: tuple[TopicPartition, ...] | None = None
+        #: KIP-429: the generation whose assignment revoked partitions, until the round
+        #: after it ran (a static rejoin can bring that generation's assignment back)
+        self._second_round_owed: int | None = None
         self._callbacks: list[ListenerCall] = []
         self._commits: list[QueuedCommit] = []
         self._fetches: list[QueuedFetch] = []
@@ -1047,6 +1050,7 @@ class MemberMachine:
         self._set_state(MemberState.STABLE)
         self._stop_join()
         owned = self.assignment
+        owed, self._second_round_owed = self._second_round_owed, None
         if self.protocol is RebalanceProtocol.COOPERATIVE:
             revoked = owned - assigned
             added = assigned - owned
@@ -1055,6 +1059,15 @@ class MemberMachine:
                 # KIP-429: what we gave up can go to its new owner only in a next round.
                 self._request_rejoin("need to revoke partitions and re-join")
                 self._set_phase(_STARTED)  # at once, without waiting for a poll
+                self._second_round_owed = self._generation_id
+            elif owed == self._generation_id:
+                # A static rejoin (after a poll timeout) got back the stored assignment of
+                # the generation whose second round this member owed and never ran: the
+                # partitions it was to give up are still withheld from their new owner.
+                # Kafka's member stops here, leaving them unassigned until some other
+                # rebalance; run the second round now (once: the owed mark is spent).
+                self._request_rejoin("completing a cooperative rebalance a rejoin interrupted")
+                self._set_phase(_STARTED)
         else:
             added = assigned
         self.assignment = assigned
