@@ -121,13 +121,19 @@ def test_the_contract_with_confluent_kafka(
         alice.close()
 
 
-def test_a_wrong_password_fails_authentication(
-    serve_factory: Callable[..., ServerProcess], data_dir: str
+@pytest.mark.parametrize(
+    ("user", "password"),
+    [("alice", "not-her-password"), ("mallory", "any-password")],
+    ids=["wrong-password", "unknown-user"],
+)
+def test_a_wrong_password_or_an_unknown_user_fails_authentication(
+    serve_factory: Callable[..., ServerProcess], data_dir: str, user: str, password: str
 ) -> None:
+    # Kafka's answer is the same for both: it does not tell which users exist
     server = sasl_server(serve_factory, data_dir)
     errors: list[KafkaError] = []
     consumer = Consumer(
-        sasl(server, "alice", "not-her-password", **{"group.id": "g", "error_cb": errors.append})
+        sasl(server, user, password, **{"group.id": "g", "error_cb": errors.append})
     )
     try:
         consumer.subscribe(["orders"])
