@@ -54,7 +54,7 @@ def _size(config: pytest.Config) -> int:
 def _consumer_group(n: int) -> tuple[SyncShell, list[tuple[str, int]]]:
     """A converged group of ``n`` members: (member id, epoch) of each."""
     shell = SyncShell(None, CONFIG)
-    shell.coordinator.update_topics([TopicMetadata(name=TOPIC, topic_id=TOPIC_ID, partitions=n)], 0)
+    shell.update_topics([TopicMetadata(name=TOPIC, topic_id=TOPIC_ID, partitions=n)], 0)
     corr = itertools.count(1)
     owned: dict[str, tuple[TopicPartitions, ...]] = {}
     epochs: dict[str, int] = {}

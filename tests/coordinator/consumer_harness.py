@@ -37,16 +37,17 @@ class ConsumerHarness:
         config: Mapping[str, object] | None = None,
         *,
         store: Any = None,
+        now: int = 0,
     ) -> None:
-        self.now = 0
-        self.shell = SyncShell(store, dict(CONFIG if config is None else config))
+        self.now = now
+        self.shell = SyncShell(store, dict(CONFIG if config is None else config), now_ms=now)
         self.coord = self.shell.coordinator
         self._corr = itertools.count(1)
         self.set_topics(topics)
 
     def set_topics(self, topics: Mapping[str, int]) -> None:
         self.topics = dict(topics)
-        self.coord.update_topics(
+        self.shell.update_topics(
             [TopicMetadata(name=n, topic_id=topic_id(n), partitions=p) for n, p in topics.items()],
             self.now,
         )

@@ -137,7 +137,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             for t, ps in sm.target.items():
                 covered.setdefault(t, set()).update(ps)
         subscribed = {t for sm in snap.members for t in sm.subscribed_topic_names}
-        assert covered == {t: set(range(n)) for t, n in TOPICS.items() if t in subscribed}
+        assert covered == {t: set(range(n)) for t, n in self.h.topics.items() if t in subscribed}
 
     # ------------------------------------------------------------------ invariants
 

@@ -176,7 +176,9 @@ def test_consumer_group_refuses_its_members_topics() -> None:
         ),
         h.now,
     )
-    assert out.responses[0].error is None
+    assert out.responses == [] and out.writes is not None  # held until the group is stored
+    (joined,) = coord.persisted(out.writes.batch_id, True, h.now).responses
+    assert joined.error is None
     resp = _delete(h, "cg", t=(0,), u=(0,))
     assert _errors(resp) == {("t", 0): GroupSubscribedToTopicError, ("u", 0): None}
     assert set(coord.committed_offsets("cg")) == {TopicPartition("t", 0)}

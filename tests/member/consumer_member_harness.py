@@ -83,7 +83,7 @@ class ConsumerCluster:
 
     def set_topics(self, topics: Mapping[str, int]) -> None:
         self.topics = dict(topics)
-        self.coordinator.update_topics(
+        self.shell.update_topics(
             [TopicMetadata(name=n, topic_id=topic_id(n), partitions=p) for n, p in topics.items()],
             self.now,
         )

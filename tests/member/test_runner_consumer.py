@@ -241,3 +241,57 @@ def test_against_apache_kafka(kafka_broker_factory: Callable[..., Any]) -> None:
         if b is not None:
             b.stop()
         a.close()
+
+
+def test_members_keep_their_partitions_across_a_server_restart(
+    serve_factory: Callable[..., Any], tmp_path: Any
+) -> None:
+    """The consumer group is persisted: after ``serve --data-dir`` restarts, the members'
+    heartbeats with their epochs are accepted (no fencing, no lost partitions, no
+    rebalance)."""
+    # a session long enough for the members to find the new process (their reconnect
+    # backoff); the argument given last wins
+    server = serve_factory(
+        *KIP848_FLAGS,
+        "--group-consumer-session-timeout-ms",
+        "10000",
+        "--data-dir",
+        str(tmp_path / "data"),
+    )
+    ledger = Ledger()
+    made = []
+    for name in ("a", "b"):
+        made.append(
+            GroupMember(
+                bootstrap_servers=server.bootstrap,
+                group_id="g848",
+                topics=[TOPIC],
+                group_protocol="consumer",
+                max_poll_interval_ms=30_000,
+                request_timeout_ms=5000,
+                listener=ledger.listener(name),
+            )
+        )
+    a, b = Poller(made[0]), Poller(made[1])
+    try:
+        wait_until(lambda: balanced(a, b), 10, "a and b share the partitions")
+        time.sleep(0.5)  # a few quiet heartbeats
+        before = (a.member.generation(), b.member.generation())
+        owned = (a.member.assignment(), b.member.assignment())
+        calls = len(ledger.calls)
+        server.restart()
+        time.sleep(2.5)  # heartbeats resume against the new process
+        wait_until(lambda: balanced(a, b), 10, "a and b still share the partitions")
+        assert (a.member.generation(), b.member.generation()) == before
+        assert (a.member.assignment(), b.member.assignment()) == owned
+        assert ledger.calls[calls:] == []  # nothing revoked, lost or assigned again
+        assert ledger.violations == []
+        assert (a.error, b.error) == (None, None)  # not failed (GROUP_ID_NOT_FOUND is fatal)
+        polls = a.polls
+        wait_until(lambda: a.polls > polls + 3, 5, "a goes on polling")
+        tp = next(iter(owned[0]))
+        a.member.commit({tp: 42})  # with its member epoch, accepted by the new process
+        assert a.member.committed([tp]) == {tp: 42}
+    finally:
+        a.close()
+        b.close()

@@ -17,6 +17,7 @@ from groupcoord.coordinator.consumer_messages import (
     DescribedConsumerMember,
     DescribedTopicPartitions,
 )
+from groupcoord.coordinator.consumer_records import flush_consumer_group
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.messages import (
     DeletableGroupResult,
@@ -238,6 +239,7 @@ def handle_delete_groups(rb: Rebalancer, req: DeleteGroupsRequest) -> None:
         if consumer_group is not None:
             # only an empty consumer group may go (Kafka's validateDeleteGroup)
             if consumer_group.is_empty():
+                flush_consumer_group(rb, consumer_group)  # its last changes go first
                 errors[group_id] = None
                 doomed_consumer.append(group_id)
             else:

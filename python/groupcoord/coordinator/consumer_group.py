@@ -15,7 +15,10 @@ Kafka's ``ConsumerGroup`` and ``ConsumerGroupMember``:
   pending revocation): a partition is handed to a member only once nobody owns it.
 
 Members are immutable values (:class:`ConsumerMember`): a change replaces the member, so
-the group can keep its owner index exact in :meth:`ConsumerGroup.update_member`.
+the group can keep its owner index exact in :meth:`ConsumerGroup.update_member`, and note
+which members changed since their records were last handed out (``dirty_members``), so
+that a heartbeat that changes nothing persists nothing
+(:mod:`groupcoord.coordinator.consumer_records`).
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ class ConsumerGroup:
 
     __slots__ = (
         "assignment_epoch",
+        "dirty_members",
         "group_epoch",
         "group_id",
         "members",
@@ -139,6 +143,7 @@ class ConsumerGroup:
         "resolved_regexes",
         "revocation_epochs",
         "static_members",
+        "stored_meta",
         "subscription_metadata",
         "target",
     )
@@ -163,6 +168,11 @@ class ConsumerGroup:
         #: member id -> the member epoch its revocation deadline was armed for
         self.revocation_epochs: dict[str, int] = {}
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        #: members (present or removed) whose record changed since it was last handed out
+        self.dirty_members: set[str] = set()
+        #: ``(group epoch, assignment epoch, subscription metadata, resolved regexes)`` as
+        #: last handed out in a group record (``None``: never, or its write failed)
+        self.stored_meta: tuple[int, int, object, object] | None = None
 
     # ---------------------------------------------------------------- queries
 
@@ -201,6 +211,7 @@ class ConsumerGroup:
             if old.instance_id is not None and old.instance_id != member.instance_id:
                 self.static_members.pop(old.instance_id, None)
         self.members[member.member_id] = member
+        self.dirty_members.add(member.member_id)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         epochs = self.partition_epochs
@@ -219,6 +230,7 @@ class ConsumerGroup:
         if member is None:
             return None
         self._release(member)
+        self.dirty_members.add(member_id)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == (
             member_id
         ):
@@ -226,6 +238,16 @@ class ConsumerGroup:
         self.target.pop(member_id, None)
         self.revocation_epochs.pop(member_id, None)
         return member
+
+    def set_target(self, target: dict[str, Assignment], epoch: int) -> None:
+        """A new target assignment for group epoch ``epoch``; members whose target changed
+        become dirty."""
+        old = self.target
+        for member_id in old.keys() | target.keys():
+            if old.get(member_id) != target.get(member_id):
+                self.dirty_members.add(member_id)
+        self.target = target
+        self.assignment_epoch = epoch
 
     def _release(self, member: ConsumerMember) -> None:
         epochs = self.partition_epochs

@@ -21,8 +21,10 @@ One heartbeat, in order:
 
 Regular expressions are resolved against the coordinator's topics at once (Kafka resolves
 them in the background and bumps the group epoch when the result changes; the outcome seen
-by members is the same, one heartbeat sooner). Nothing of a consumer group is persisted yet
-except its committed offsets.
+by members is the same, one heartbeat sooner). What a heartbeat changed is handed to the
+shell as records (:mod:`groupcoord.coordinator.consumer_records`) and its answer waits for
+them; a heartbeat that changed nothing writes nothing and is answered at once. Changes
+made by deadlines and topic updates are handed out by the coordinator after the call.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Collection
+from functools import partial
 from typing import Final
 
 from groupcoord.assignors.server import RangeAssignor, ServerAssignor, ServerMember, UniformAssignor
@@ -48,12 +51,15 @@ from groupcoord.coordinator.consumer_messages import (
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
+from groupcoord.coordinator.consumer_records import on_records_persisted, take_records
 from groupcoord.coordinator.events import MemberRemoved, RemovalCause
+from groupcoord.coordinator.offsets import StoreRecord
 from groupcoord.coordinator.rebalance import Rebalancer
 from groupcoord.coordinator.reconciliation import reconcile
 from groupcoord.coordinator.states import GroupState
 from groupcoord.coordinator.topic_regex import compile_topic_regex
 from groupcoord.errors import (
+    CoordinatorNotAvailableError,
     FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
@@ -69,6 +75,7 @@ from groupcoord.types import TopicPartition
 __all__ = [
     "ASSIGNORS",
     "DEFAULT_ASSIGNOR",
+    "arm_revocation",
     "handle_consumer_group_heartbeat",
     "on_consumer_deadline",
     "preferred_assignor",
@@ -102,6 +109,31 @@ def handle_consumer_group_heartbeat(rb: Rebalancer, req: ConsumerGroupHeartbeatR
             correlation=req.correlation,
             error=type(e),
             error_message=e.message or None,
+        )
+    group = rb.consumer_groups.get(req.group_id)
+    records = () if group is None else take_records(group)
+    if group is None or not records:
+        rb.out.append(response)
+        return
+    # The answer waits for what it tells the member (its epoch, its assignment) to be
+    # durable, as Kafka's waits for its offsets-topic append.
+    rb.dirty_consumer_groups.discard(req.group_id)
+    rb.persist(records, partial(_on_persisted, rb, group, records, response))
+
+
+def _on_persisted(
+    rb: Rebalancer,
+    group: ConsumerGroup,
+    records: tuple[StoreRecord, ...],
+    response: ConsumerGroupHeartbeatResponse,
+    ok: bool,
+) -> None:
+    on_records_persisted(rb, group, records, ok)
+    if not ok:
+        response = ConsumerGroupHeartbeatResponse(
+            version=response.version,
+            correlation=response.correlation,
+            error=CoordinatorNotAvailableError,
         )
     rb.out.append(response)
 
@@ -330,7 +362,7 @@ def _heartbeat(
         group.remove_member(replaced.member_id)
         rb.expiry.clear(gid, replaced.member_id)
         if target is not None:
-            group.target[member_id] = target
+            group.target[member_id] = target  # its member record is written below
     elif member_id not in group.members:
         log.info("group %s: member %s joins the consumer group", gid, member_id)
     updated = _updated(member, req)
@@ -358,7 +390,7 @@ def _heartbeat(
         )
         if reconciled != updated:
             group.update_member(reconciled)
-            _arm_revocation(rb, group, reconciled)
+            arm_revocation(rb, group, reconciled)
     session = rb.config.group_consumer_session_timeout_ms
     rb.expiry.heartbeat(gid, member_id, rb.now, session)
 
@@ -390,7 +422,7 @@ def _wire_assignment(rb: Rebalancer, assigned: Assignment) -> tuple[TopicPartiti
     return tuple(out)
 
 
-def _arm_revocation(rb: Rebalancer, group: ConsumerGroup, member: ConsumerMember) -> None:
+def arm_revocation(rb: Rebalancer, group: ConsumerGroup, member: ConsumerMember) -> None:
     """While a member owes revocations it has its rebalance timeout to make them."""
     gid, mid = group.group_id, member.member_id
     if member.state is MemberState.UNREVOKED_PARTITIONS:
@@ -453,6 +485,7 @@ def refresh_all_subscriptions(rb: Rebalancer) -> None:
     for group in rb.consumer_groups.values():
         if group.members and _refresh_subscription(rb, group):
             _bump(group, "subscribed topics changed")
+            rb.dirty_consumer_groups.add(group.group_id)
 
 
 def preferred_assignor(group: ConsumerGroup) -> str:
@@ -473,11 +506,13 @@ def _update_target(rb: Rebalancer, group: ConsumerGroup) -> None:
         for m in group.members.values()
     }
     result = ASSIGNORS[name].assign(members, group.subscription_metadata, current=group.target)
-    group.target = {
-        member_id: {topic: frozenset(ps) for topic, ps in topics.items() if ps}
-        for member_id, topics in result.items()
-    }
-    group.assignment_epoch = group.group_epoch
+    group.set_target(
+        {
+            member_id: {topic: frozenset(ps) for topic, ps in topics.items() if ps}
+            for member_id, topics in result.items()
+        },
+        group.group_epoch,
+    )
     log.info(
         "group %s: computed a new target assignment for epoch %d with the %s assignor",
         group.group_id,
@@ -551,6 +586,7 @@ def fence_member(
         rb.check_retention(gid)  # idle now: its offsets may expire, the group with them
     _refresh_subscription(rb, group)
     _bump(group, f"member {mid} {why}")
+    rb.dirty_consumer_groups.add(gid)
     rb.events.append(
         MemberRemoved(
             group_id=gid,

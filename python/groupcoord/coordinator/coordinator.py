@@ -40,6 +40,7 @@ from groupcoord.coordinator.admin import (
 from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
 from groupcoord.coordinator.consumer_group import ConsumerGroupState, MemberState
 from groupcoord.coordinator.consumer_heartbeat import (
+    arm_revocation,
     handle_consumer_group_heartbeat,
     on_consumer_deadline,
     refresh_all_subscriptions,
@@ -47,6 +48,10 @@ from groupcoord.coordinator.consumer_heartbeat import (
 from groupcoord.coordinator.consumer_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
+)
+from groupcoord.coordinator.consumer_records import (
+    flush_dirty_consumer_groups,
+    load_consumer_group,
 )
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
@@ -251,6 +256,9 @@ class GroupCoordinator:
         if now_ms != rb.now:
             _check_time(rb, now_ms)
         rb.expire(now_ms)
+        # a deadline's changes are persisted before the request's (a tombstone the
+        # request writes must come after them)
+        flush_dirty_consumer_groups(rb)
         handler(rb, request)
         return self._take()
 
@@ -421,6 +429,7 @@ class GroupCoordinator:
 
     def _take(self) -> Output:
         rb = self._rb
+        flush_dirty_consumer_groups(rb)
         out = rb.out
         rb.out = []
         writes = None
@@ -444,15 +453,38 @@ class GroupCoordinator:
             rb.groups[group_id] = group
             for member in group.members.values():
                 rb.schedule_heartbeat(group, member)
+        for group_id, stored_group in stored.consumer_groups.items():
+            if group_id in rb.groups:
+                continue  # a store keeps one type per group id; the classic one wins
+            consumer_group = load_consumer_group(group_id, stored_group)
+            rb.consumer_groups[group_id] = consumer_group
+            session = rb.config.group_consumer_session_timeout_ms
+            for consumer_member in consumer_group.members.values():
+                # sessions (and revocation timeouts) start again now, as on Kafka's
+                # coordinator failover
+                rb.expiry.heartbeat(group_id, consumer_member.member_id, rb.now, session)
+                if consumer_member.state is MemberState.UNREVOKED_PARTITIONS:
+                    arm_revocation(rb, consumer_group, consumer_member)
         for group_id, offsets in stored.offsets.items():
-            group = rb.groups.get(group_id) or rb.create_group(group_id)
-            group.offsets.update(offsets)
+            target = (
+                rb.groups.get(group_id)
+                or rb.consumer_groups.get(group_id)
+                or rb.create_group(group_id)
+            )
+            target.offsets.update(offsets)
         for group in rb.groups.values():
             if group.size > rb.config.group_max_size:
                 rb.prepare_rebalance(group, "loaded group is over group.max.size")
         arm_loaded_groups(rb)
-        if rb.groups:
-            log.info("loaded %d groups", len(rb.groups))
+        for consumer_group in rb.consumer_groups.values():
+            if consumer_group.is_empty():
+                rb.check_retention(consumer_group.group_id)
+        if rb.groups or rb.consumer_groups:
+            log.info(
+                "loaded %d classic and %d consumer groups",
+                len(rb.groups),
+                len(rb.consumer_groups),
+            )
 
 
 def _check_time(rb: Rebalancer, now_ms: int) -> None:

@@ -10,7 +10,14 @@ records), never writing them itself:
   in a Stable group;
 - a :class:`GroupTombstone` for DeleteGroups and for an Empty group whose offsets all
   expired (metadata and offsets);
-- an :class:`OffsetTombstone` for OffsetDelete and for offsets past their retention.
+- an :class:`OffsetTombstone` for OffsetDelete and for offsets past their retention;
+- for a KIP-848 consumer group (Kafka's ConsumerGroupMetadata, MemberMetadata,
+  CurrentMemberAssignment and TargetAssignment records, folded into two): a
+  :class:`ConsumerGroupRecord` when its epochs or what it subscribes to change, a
+  :class:`ConsumerMemberRecord` when a member, its current assignment or its target
+  change, a :class:`ConsumerMemberTombstone` when a member goes; a group goes with a
+  :class:`GroupTombstone`. A group id has one type in a store: writing one kind of group
+  record drops the other kind's records of that id.
 
 The shell writes them with :meth:`OffsetStore.write` (one atomic, durable transaction for
 any number of records) and tells the coordinator whether they were persisted; a response
@@ -30,6 +37,9 @@ from groupcoord.errors import GroupcoordError
 from groupcoord.types import TopicPartition
 
 __all__ = [
+    "ConsumerGroupRecord",
+    "ConsumerMemberRecord",
+    "ConsumerMemberTombstone",
     "GroupRecord",
     "GroupTombstone",
     "MemberRecord",
@@ -40,6 +50,8 @@ __all__ = [
     "OffsetsRecord",
     "StoreError",
     "StoreRecord",
+    "StoredAssignment",
+    "StoredConsumerGroup",
     "StoredState",
 ]
 
@@ -110,8 +122,76 @@ class OffsetTombstone:
     partitions: tuple[TopicPartition, ...]
 
 
+#: ``((topic, (partition, ...)), ...)``, topics and partitions ascending: an assignment
+#: by topic name, so a store does not depend on topic ids.
+StoredAssignment = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupRecord:
+    """A KIP-848 consumer group's epochs and what it subscribed to when its epoch was last
+    bumped (so that a restarted coordinator bumps it again only for a real change)."""
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    #: ``((topic, partition count), ...)`` of the subscribed topics that exist
+    subscription_metadata: tuple[tuple[str, int], ...] = ()
+    #: ``((regex, (topic, ...)), ...)``: what each subscribed regex matched
+    resolved_regexes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerMemberRecord:
+    """One member of a KIP-848 consumer group: its subscription, epochs, reconciliation
+    state (``"stable"``, ``"unrevoked_partitions"``, ``"unreleased_partitions"``), current
+    assignment and target assignment. Replaces an earlier record of the same member."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: str = "stable"
+    assigned: StoredAssignment = ()
+    pending_revocation: StoredAssignment = ()
+    target: StoredAssignment = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberTombstone:
+    """A member that left a consumer group (the group stays)."""
+
+    group_id: str
+    member_id: str
+
+
 #: What a store writes; a batch is applied in order (a later record wins).
-StoreRecord = OffsetsRecord | GroupRecord | GroupTombstone | OffsetTombstone
+StoreRecord = (
+    OffsetsRecord
+    | GroupRecord
+    | GroupTombstone
+    | OffsetTombstone
+    | ConsumerGroupRecord
+    | ConsumerMemberRecord
+    | ConsumerMemberTombstone
+)
+
+
+@dataclass(slots=True)
+class StoredConsumerGroup:
+    """A consumer group as stored: its record (``None`` if only members were written) and
+    its members by id, in the order they were first written."""
+
+    record: ConsumerGroupRecord | None = None
+    members: dict[str, ConsumerMemberRecord] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -120,6 +200,7 @@ class StoredState:
 
     groups: dict[str, GroupRecord] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+    consumer_groups: dict[str, StoredConsumerGroup] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -148,10 +229,11 @@ class MemoryOffsetStore:
     the store.
     """
 
-    __slots__ = ("_groups", "_offsets", "commits", "fail_writes", "writes")
+    __slots__ = ("_consumer_groups", "_groups", "_offsets", "commits", "fail_writes", "writes")
 
     def __init__(self) -> None:
         self._groups: dict[str, GroupRecord] = {}
+        self._consumer_groups: dict[str, StoredConsumerGroup] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         #: Number of offset commits written (for tests and the simulator).
         self.commits = 0
@@ -164,6 +246,10 @@ class MemoryOffsetStore:
         return StoredState(
             groups=dict(self._groups),
             offsets={g: dict(o) for g, o in self._offsets.items()},
+            consumer_groups={
+                g: StoredConsumerGroup(c.record, dict(c.members))
+                for g, c in self._consumer_groups.items()
+            },
         )
 
     def write(self, records: Sequence[StoreRecord]) -> None:
@@ -173,10 +259,20 @@ class MemoryOffsetStore:
             if isinstance(record, OffsetsRecord):
                 self._offsets.setdefault(record.group_id, {}).update(record.offsets)
                 self.commits += 1
+            elif isinstance(record, ConsumerMemberRecord):
+                self._consumer_group(record.group_id).members[record.member_id] = record
+            elif isinstance(record, ConsumerGroupRecord):
+                self._consumer_group(record.group_id).record = record
+            elif isinstance(record, ConsumerMemberTombstone):
+                stored = self._consumer_groups.get(record.group_id)
+                if stored is not None:
+                    stored.members.pop(record.member_id, None)
             elif isinstance(record, GroupRecord):
+                self._consumer_groups.pop(record.group_id, None)  # one type per group id
                 self._groups[record.group_id] = record  # immutable
             elif isinstance(record, GroupTombstone):
                 self._groups.pop(record.group_id, None)
+                self._consumer_groups.pop(record.group_id, None)
                 self._offsets.pop(record.group_id, None)
             elif isinstance(record, OffsetTombstone):
                 offsets = self._offsets.get(record.group_id)
@@ -189,9 +285,19 @@ class MemoryOffsetStore:
                 raise TypeError(f"not a store record: {type(record).__name__}")
         self.writes += 1
 
+    def _consumer_group(self, group_id: str) -> StoredConsumerGroup:
+        stored = self._consumer_groups.get(group_id)
+        if stored is None:
+            self._groups.pop(group_id, None)  # one type per group id
+            stored = self._consumer_groups[group_id] = StoredConsumerGroup()
+        return stored
+
     def close(self) -> None:
         pass
 
     def __repr__(self) -> str:
         n = sum(len(o) for o in self._offsets.values())
-        return f"MemoryOffsetStore(groups={len(self._groups)}, offsets={n})"
+        return (
+            f"MemoryOffsetStore(groups={len(self._groups)}, "
+            f"consumer_groups={len(self._consumer_groups)}, offsets={n})"
+        )

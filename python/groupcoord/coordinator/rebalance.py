@@ -95,6 +95,7 @@ class Rebalancer:
         "_new_member_id",
         "config",
         "consumer_groups",
+        "dirty_consumer_groups",
         "events",
         "expiry",
         "groups",
@@ -125,6 +126,9 @@ class Rebalancer:
         self.groups: dict[str, Group] = {}
         #: KIP-848 consumer groups; a group id is in at most one of the two dicts
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        #: consumer groups changed outside a heartbeat (deadlines, topics) whose records
+        #: are still to be handed out
+        self.dirty_consumer_groups: set[str] = set()
         #: the topics KIP-848 groups are assigned from (``update_topics``)
         self.topics = TopicImage()
         #: ``(group, member, kind)`` of a consumer group's expired deadline

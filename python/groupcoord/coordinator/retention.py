@@ -29,6 +29,7 @@ from collections.abc import Callable
 from functools import partial
 
 from groupcoord.coordinator.consumer_group import ConsumerGroup
+from groupcoord.coordinator.consumer_records import flush_consumer_group
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.offsets import GroupTombstone, OffsetAndMetadata, OffsetTombstone
 from groupcoord.coordinator.rebalance import Rebalancer
@@ -153,6 +154,8 @@ def _delete_group(rb: Rebalancer, group: Group | ConsumerGroup) -> None:
     if isinstance(group, Group):
         before = (group.state, group.previous_state, group.state_timestamp_ms)
         group.transition_to(_DEAD, rb.now)  # nothing joins or commits meanwhile
+    else:
+        flush_consumer_group(rb, group)  # its last changes go before its tombstone
     then = partial(_on_deleted, rb, group, len(group.offsets), before)
     rb.persist((GroupTombstone(group.group_id),), then)
 

@@ -12,7 +12,7 @@ instead (:mod:`groupcoord.server.persistence`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
@@ -21,7 +21,7 @@ from groupcoord.coordinator.listeners import Listeners
 from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, StoreError
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 from groupcoord.coordinator.rebalance import MemberIdFactory
-from groupcoord.coordinator.topics import TopicView
+from groupcoord.coordinator.topics import TopicMetadata, TopicView
 
 __all__ = ["SyncShell"]
 
@@ -61,6 +61,12 @@ class SyncShell:
 
     def tick(self, now_ms: int) -> list[CoordinatorResponse]:
         return self._settle(self.coordinator.tick(now_ms), now_ms)
+
+    def update_topics(
+        self, topics: Iterable[TopicMetadata], now_ms: int
+    ) -> list[CoordinatorResponse]:
+        """:meth:`GroupCoordinator.update_topics`, its records (new group epochs) persisted."""
+        return self._settle(self.coordinator.update_topics(topics, now_ms), now_ms)
 
     def next_deadline(self) -> int | None:
         return self.coordinator.next_deadline()

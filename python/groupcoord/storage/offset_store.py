@@ -7,7 +7,8 @@ promises). The coordinator's shell reports a batch of records persisted only aft
 ``write`` returned, and the coordinator releases a response only then, so every
 acknowledged commit is on disk. One ``write`` may carry many batches (group commit).
 
-Schema (version 1)::
+Schema (version 2; a version 1 database, which lacks the consumer-group tables, is
+upgraded in place when opened)::
 
     meta(key PRIMARY KEY, value)
     groups(group_id PRIMARY KEY, state, generation_id, protocol_type, protocol_name,
@@ -17,6 +18,17 @@ Schema (version 1)::
             PRIMARY KEY (group_id, member_id))
     offsets(group_id, topic, partition, committed_offset, leader_epoch, metadata,
             commit_timestamp_ms, expire_timestamp_ms, PRIMARY KEY (group_id, topic, partition))
+    consumer_groups(group_id PRIMARY KEY, group_epoch, assignment_epoch,
+                    subscription_metadata, resolved_regexes)
+    consumer_members(group_id, member_id, instance_id, rack_id, client_id, client_host,
+                     rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
+                     server_assignor, member_epoch, previous_member_epoch, state, assigned,
+                     pending_revocation, target, PRIMARY KEY (group_id, member_id))
+
+The consumer-group columns that hold lists are JSON (``assigned``: ``[[topic,
+[partition, ...]], ...]``); members load in the order they were first written (rowid:
+an upsert keeps it). A group id has one type: writing a classic group's record drops its
+consumer-group rows and a consumer group's record drops its classic rows.
 
 ``members.protocols`` is the member's ``((name, metadata), ...)`` list, each entry a
 big-endian u16 name length, the UTF-8 name, a u32 metadata length and the metadata.
@@ -25,17 +37,23 @@ big-endian u16 name length, the UTF-8 name, a u32 metadata length and the metada
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 import struct
 from collections.abc import Mapping, Sequence
 
 from groupcoord.coordinator.offsets import (
+    ConsumerGroupRecord,
+    ConsumerMemberRecord,
+    ConsumerMemberTombstone,
     GroupRecord,
     GroupTombstone,
     MemberRecord,
     OffsetAndMetadata,
     OffsetsRecord,
     OffsetTombstone,
+    StoredAssignment,
+    StoredConsumerGroup,
     StoredState,
     StoreError,
     StoreRecord,
@@ -45,7 +63,10 @@ from groupcoord.types import TopicPartition
 
 __all__ = ["SCHEMA_VERSION", "SqliteOffsetStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: versions :meth:`SqliteOffsetStore._init_schema` upgrades: 1 only lacks tables that
+#: ``CREATE TABLE IF NOT EXISTS`` adds
+_UPGRADABLE = ("1",)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -84,6 +105,32 @@ CREATE TABLE IF NOT EXISTS offsets (
     commit_timestamp_ms INTEGER NOT NULL,
     expire_timestamp_ms INTEGER NOT NULL,
     PRIMARY KEY (group_id, topic, partition)
+);
+CREATE TABLE IF NOT EXISTS consumer_groups (
+    group_id TEXT PRIMARY KEY,
+    group_epoch INTEGER NOT NULL,
+    assignment_epoch INTEGER NOT NULL,
+    subscription_metadata TEXT NOT NULL,
+    resolved_regexes TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS consumer_members (
+    group_id TEXT NOT NULL,
+    member_id TEXT NOT NULL,
+    instance_id TEXT,
+    rack_id TEXT,
+    client_id TEXT NOT NULL,
+    client_host TEXT NOT NULL,
+    rebalance_timeout_ms INTEGER NOT NULL,
+    subscribed_topic_names TEXT NOT NULL,
+    subscribed_topic_regex TEXT,
+    server_assignor TEXT,
+    member_epoch INTEGER NOT NULL,
+    previous_member_epoch INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    assigned TEXT NOT NULL,
+    pending_revocation TEXT NOT NULL,
+    target TEXT NOT NULL,
+    PRIMARY KEY (group_id, member_id)
 );
 """
 
@@ -160,6 +207,11 @@ class SqliteOffsetStore(SqliteDatabase):
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version' AND value IN "
+            f"({', '.join('?' * len(_UPGRADABLE))})",
+            (str(SCHEMA_VERSION), *_UPGRADABLE),
+        )
         check_schema_version(conn, "meta", SCHEMA_VERSION, repr(self.path))
 
     # ------------------------------------------------------------------ OffsetStore
@@ -228,7 +280,60 @@ def _load(conn: sqlite3.Connection) -> StoredState:
             commit_timestamp_ms=row[6],
             expire_timestamp_ms=row[7],
         )
+    _load_consumer_groups(conn, state)
     return state
+
+
+def _load_consumer_groups(conn: sqlite3.Connection, state: StoredState) -> None:
+    groups = state.consumer_groups
+    for row in conn.execute(
+        "SELECT group_id, group_epoch, assignment_epoch, subscription_metadata, "
+        "resolved_regexes FROM consumer_groups ORDER BY group_id"
+    ):
+        groups[row[0]] = StoredConsumerGroup(
+            ConsumerGroupRecord(
+                group_id=row[0],
+                group_epoch=row[1],
+                assignment_epoch=row[2],
+                subscription_metadata=tuple((t, n) for t, n in json.loads(row[3])),
+                resolved_regexes=tuple((r, tuple(ts)) for r, ts in json.loads(row[4])),
+            )
+        )
+    for row in conn.execute(
+        "SELECT group_id, member_id, instance_id, rack_id, client_id, client_host, "
+        "rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex, "
+        "server_assignor, member_epoch, previous_member_epoch, state, assigned, "
+        "pending_revocation, target FROM consumer_members ORDER BY group_id, rowid"
+    ):
+        stored = groups.get(row[0])
+        if stored is None:
+            stored = groups[row[0]] = StoredConsumerGroup()
+        stored.members[row[1]] = ConsumerMemberRecord(
+            group_id=row[0],
+            member_id=row[1],
+            instance_id=row[2],
+            rack_id=row[3],
+            client_id=row[4],
+            client_host=row[5],
+            rebalance_timeout_ms=row[6],
+            subscribed_topic_names=tuple(json.loads(row[7])),
+            subscribed_topic_regex=row[8],
+            server_assignor=row[9],
+            member_epoch=row[10],
+            previous_member_epoch=row[11],
+            state=row[12],
+            assigned=_decode_assignment(row[13]),
+            pending_revocation=_decode_assignment(row[14]),
+            target=_decode_assignment(row[15]),
+        )
+
+
+def _encode_assignment(assignment: StoredAssignment) -> str:
+    return json.dumps(assignment, separators=(",", ":"))
+
+
+def _decode_assignment(text: str) -> StoredAssignment:
+    return tuple((topic, tuple(partitions)) for topic, partitions in json.loads(text))
 
 
 def _write_records(conn: sqlite3.Connection, records: Sequence[StoreRecord]) -> None:
@@ -257,6 +362,15 @@ def _write_records(conn: sqlite3.Connection, records: Sequence[StoreRecord]) -> 
         values = []
         if isinstance(record, GroupRecord):
             _store_group(conn, record)
+        elif isinstance(record, ConsumerMemberRecord):
+            _store_consumer_member(conn, record)
+        elif isinstance(record, ConsumerGroupRecord):
+            _store_consumer_group(conn, record)
+        elif isinstance(record, ConsumerMemberTombstone):
+            conn.execute(
+                "DELETE FROM consumer_members WHERE group_id = ? AND member_id = ?",
+                (record.group_id, record.member_id),
+            )
         elif isinstance(record, GroupTombstone):
             _delete_group(conn, record.group_id)
         elif isinstance(record, OffsetTombstone):
@@ -278,6 +392,7 @@ def _upsert(conn: sqlite3.Connection, values: list[object], per_statement: int) 
 
 
 def _store_group(conn: sqlite3.Connection, r: GroupRecord) -> None:
+    _delete_consumer_group(conn, r.group_id)  # one type per group id
     conn.execute(
         "INSERT INTO groups (group_id, state, generation_id, protocol_type, protocol_name, "
         "leader_id, state_timestamp_ms) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -318,7 +433,71 @@ def _store_group(conn: sqlite3.Connection, r: GroupRecord) -> None:
     )
 
 
+def _store_consumer_group(conn: sqlite3.Connection, r: ConsumerGroupRecord) -> None:
+    # one type per group id: a consumer group replacing an empty classic one
+    conn.execute("DELETE FROM members WHERE group_id = ?", (r.group_id,))
+    conn.execute("DELETE FROM groups WHERE group_id = ?", (r.group_id,))
+    conn.execute(
+        "INSERT INTO consumer_groups (group_id, group_epoch, assignment_epoch, "
+        "subscription_metadata, resolved_regexes) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (group_id) DO UPDATE SET group_epoch = excluded.group_epoch, "
+        "assignment_epoch = excluded.assignment_epoch, "
+        "subscription_metadata = excluded.subscription_metadata, "
+        "resolved_regexes = excluded.resolved_regexes",
+        (
+            r.group_id,
+            r.group_epoch,
+            r.assignment_epoch,
+            json.dumps(r.subscription_metadata, separators=(",", ":")),
+            json.dumps(r.resolved_regexes, separators=(",", ":")),
+        ),
+    )
+
+
+def _store_consumer_member(conn: sqlite3.Connection, r: ConsumerMemberRecord) -> None:
+    conn.execute(
+        "INSERT INTO consumer_members (group_id, member_id, instance_id, rack_id, client_id, "
+        "client_host, rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex, "
+        "server_assignor, member_epoch, previous_member_epoch, state, assigned, "
+        "pending_revocation, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (group_id, member_id) DO UPDATE SET instance_id = excluded.instance_id, "
+        "rack_id = excluded.rack_id, client_id = excluded.client_id, "
+        "client_host = excluded.client_host, "
+        "rebalance_timeout_ms = excluded.rebalance_timeout_ms, "
+        "subscribed_topic_names = excluded.subscribed_topic_names, "
+        "subscribed_topic_regex = excluded.subscribed_topic_regex, "
+        "server_assignor = excluded.server_assignor, member_epoch = excluded.member_epoch, "
+        "previous_member_epoch = excluded.previous_member_epoch, state = excluded.state, "
+        "assigned = excluded.assigned, pending_revocation = excluded.pending_revocation, "
+        "target = excluded.target",
+        (
+            r.group_id,
+            r.member_id,
+            r.instance_id,
+            r.rack_id,
+            r.client_id,
+            r.client_host,
+            r.rebalance_timeout_ms,
+            json.dumps(r.subscribed_topic_names),
+            r.subscribed_topic_regex,
+            r.server_assignor,
+            r.member_epoch,
+            r.previous_member_epoch,
+            r.state,
+            _encode_assignment(r.assigned),
+            _encode_assignment(r.pending_revocation),
+            _encode_assignment(r.target),
+        ),
+    )
+
+
+def _delete_consumer_group(conn: sqlite3.Connection, group_id: str) -> None:
+    conn.execute("DELETE FROM consumer_members WHERE group_id = ?", (group_id,))
+    conn.execute("DELETE FROM consumer_groups WHERE group_id = ?", (group_id,))
+
+
 def _delete_group(conn: sqlite3.Connection, group_id: str) -> None:
     conn.execute("DELETE FROM offsets WHERE group_id = ?", (group_id,))
     conn.execute("DELETE FROM members WHERE group_id = ?", (group_id,))
     conn.execute("DELETE FROM groups WHERE group_id = ?", (group_id,))
+    _delete_consumer_group(conn, group_id)
