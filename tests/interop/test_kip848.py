@@ -8,7 +8,9 @@ One scenario per client: two members split 12 partitions 6/6; records are consum
 committed and read back with OffsetFetch; one member closes (leave heartbeat, epoch -1)
 and the other gets all 12; a new member joins and the survivor revokes 6 before the
 newcomer gets them; the newcomer is SIGKILLed and the survivor gets them back once its
-session (``--group-consumer-session-timeout-ms``) expires.
+session (``--group-consumer-session-timeout-ms``) expires. And static membership: a static
+member that closes (an epoch -2 leave) and comes back under its instance id gets its own
+partitions again, with no movement for anybody else.
 """
 
 from __future__ import annotations
@@ -127,3 +129,112 @@ def test_consumer_protocol_group(server: Server, tmp_path: Path, clients: tuple[
         )
         took_over = b.events("assigned")[-1].t
         assert took_over - killed_at >= SESSION_MS / 2000, took_over - killed_at
+
+
+@pytest.mark.parametrize("clients", CLIENTS)
+def test_static_member_restart(server: Server, tmp_path: Path, clients: tuple[str, str]) -> None:
+    """KIP-848 static membership: a static member that closes leaves with epoch -2 (its
+    partitions stay reserved for its instance id until the session expires); the same
+    instance id back within the session gets exactly those partitions, and nobody else
+    sees a revocation or an assignment."""
+    first, second = clients
+    with ConsumerGroup(
+        first,
+        server.bootstrap,
+        f"kip848-static-{first}-{second}",
+        [TOPIC],
+        tmp_path,
+        assignor="uniform",
+        group_protocol="consumer",
+    ) as group:
+        members = [
+            group.spawn(instance_id="instance-0"),
+            group.spawn(second, instance_id="instance-1"),
+            group.spawn(instance_id="instance-2"),
+        ]
+        wait_owned_exactly_once(members, ALL, [4, 4, 4], JOIN_TIMEOUT_S, "3 static own 12")
+        wait_until(
+            lambda: scenarios.quiet(members, 1.0), REBALANCE_TIMEOUT_S, "the group to settle"
+        )
+        a, b, c = members
+        marks = {m.name: m.mark() for m in (a, b)}
+        c_owned = c.owned()
+
+        c.close()  # a static member's close is a -2 leave: it keeps its place
+        c2 = group.spawn(instance_id="instance-2")
+        wait_until(
+            lambda: c2.owned() == c_owned,
+            REBALANCE_TIMEOUT_S,
+            "the restarted static member to get its partitions back",
+            group.diagnostics,
+        )
+        # quiet for longer than the session: the closed incarnation does not expire into a
+        # reassignment either
+        wait_until(
+            lambda: scenarios.quiet([a, b, c2], SESSION_MS / 1000 + 1.0),
+            SESSION_MS / 1000 + 15,
+            "a quiet period after the restart",
+        )
+        for m in (a, b):
+            assert not m.events("assigned", "revoked", "lost", since=marks[m.name]), m.events()
+        assert c2.owned() == c_owned
+
+
+@pytest.mark.parametrize("clients", CLIENTS)
+def test_group_survives_server_restart(
+    serve_factory: Callable[..., Server], tmp_path: Path, clients: tuple[str, str]
+) -> None:
+    """A KIP-848 group on ``serve --data-dir`` outlives a restart of the server (shorter
+    than the session): its members keep their partitions and epochs (no revocation, no
+    assignment, no lost partitions, no fatal error such as GROUP_ID_NOT_FOUND), and the
+    commits made before the restart, and after it with the members' epochs, stand."""
+    first, second = clients
+    server = serve_factory(
+        *scenarios.topic_flags(*FAST_GROUP_FLAGS, *KIP848_FLAGS, "--data-dir", str(tmp_path / "d"))
+    )
+    group_id = f"kip848-restart-{first}-{second}"
+    produce(server.bootstrap, TOPIC, keyed_records(0, 120))
+    with ConsumerGroup(
+        first,
+        server.bootstrap,
+        group_id,
+        [TOPIC],
+        tmp_path,
+        assignor="uniform",
+        group_protocol="consumer",
+        report_records=True,
+    ) as group:
+        a = group.spawn()
+        b = group.spawn(second)
+        wait_owned_exactly_once([a, b], ALL, [6, 6], JOIN_TIMEOUT_S, "a, b own 6 each")
+        ends = wait_until(
+            lambda: _consumed_to_the_end([a, b], 120),
+            JOIN_TIMEOUT_S,
+            "120 records",
+            group.diagnostics,
+        )
+        a.commit()
+        b.commit()
+        assert committed_offsets(server.bootstrap, group_id) == ends
+        marks = {m.name: m.mark() for m in (a, b)}
+        owned = {m.name: m.owned() for m in (a, b)}
+
+        server.restart()  # same port, same data directory
+        assert committed_offsets(server.bootstrap, group_id) == ends
+        produce(server.bootstrap, TOPIC, keyed_records(120, 180))
+        ends = wait_until(
+            lambda: _consumed_to_the_end([a, b], 180),
+            JOIN_TIMEOUT_S,
+            "60 more records",
+            group.diagnostics,
+        )
+        a.commit()  # with the epoch the member had before the restart
+        b.commit()
+        assert committed_offsets(server.bootstrap, group_id) == ends
+        # and for longer than a session nothing moves
+        time.sleep(SESSION_MS / 1000 + 1.0)
+        for m in (a, b):
+            assert not m.events("assigned", "revoked", "lost", "error", since=marks[m.name]), (
+                m.events()
+            )
+            assert m.owned() == owned[m.name]
