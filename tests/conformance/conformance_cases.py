@@ -811,6 +811,9 @@ def _describe_list(run: Run) -> None:
         describe(run, conn, f"describe-v{v}", run.group, empty, f"{run.case}-missing", version=v)
     run.call(conn, "describe-with-operations", DESCRIBE, 5,
              groups=[run.group], include_authorized_operations=True)  # fmt: skip
+    # v6 (KIP-1043, Kafka 4.0+; Kafka 3.9 closes the connection): a missing group says why
+    run.call_any("describe-v6", DESCRIBE, 6, groups=[run.group, empty, f"{run.case}-missing"],
+                 include_authorized_operations=True)  # fmt: skip
     for v in range(6):
         run.call(conn, f"list-v{v}", LIST, v, states_filter=[], types_filter=[])
     run.call(conn, "list-stable", LIST, 4, states_filter=["Stable"])
@@ -828,6 +831,8 @@ def _invalid_group_id(run: Run) -> None:
     a.sync("sync-empty-group", {}, group_id="", generation_id=1, member_id="x")
     a.leave("leave-empty-group", group_id="", members=[{"member_id": "x"}])
     describe(run, a.conn, "describe-empty-group", "")
+    run.call_any("describe-v6-empty-group", DESCRIBE, 6, groups=[""],
+                 include_authorized_operations=False)  # fmt: skip
     offset_fetch(run, a.conn, "offset-fetch-empty-group", "", {T: [0]}, 7)
     run.call(a.conn, "find-coordinator-empty", FIND_COORDINATOR, 3, key="", key_type=0)
     # the only case that names the group "": cases run side by side on one server

@@ -72,6 +72,21 @@ def test_describe_unknown_group_is_dead() -> None:
     assert g.error is None and g.group_state == "Dead" and g.members == ()
 
 
+def test_describe_v6_says_why_an_unknown_group_is_dead() -> None:
+    # KIP-1043: from v6 a group that is not there is GROUP_ID_NOT_FOUND with Kafka's message;
+    # a known classic group is described as before, with no message
+    h = Harness()
+    a = h.member("a")
+    rebalance(h, [a])
+    nope, g = _describe(h, "nope", "g", version=6).groups
+    assert (nope.error, nope.error_message, nope.group_state) == (
+        GroupIdNotFoundError,
+        "Group nope not found.",
+        "Dead",
+    )
+    assert (g.error, g.error_message, g.group_state) == (None, None, "Stable")
+
+
 def test_describe_non_consumer_group_does_not_decode() -> None:
     h = Harness()
     a = h.member("a", protocol_type="connect", protocols=(("default", b"\xff\x00"),))

@@ -46,7 +46,7 @@ API_KEYS = {
     LeaveGroupRequest: (13, 5),
     OffsetCommitRequest: (8, 9),
     OffsetFetchRequest: (9, 9),
-    DescribeGroupsRequest: (15, 5),
+    DescribeGroupsRequest: (15, 6),
     ListGroupsRequest: (16, 5),
     DeleteGroupsRequest: (42, 2),
 }

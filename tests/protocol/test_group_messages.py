@@ -570,7 +570,7 @@ def test_versions_are_the_intersection_of_kio_and_the_coordinator() -> None:
     assert GROUP_API_VERSIONS[8] == (2, 9)
     assert GROUP_API_VERSIONS[9] == (1, 9)
     assert GROUP_API_VERSIONS[11] == (0, 9)
-    assert GROUP_API_VERSIONS[15] == (0, 5)
+    assert GROUP_API_VERSIONS[15] == (0, 6)
     assert GROUP_API_VERSIONS[68] == (0, 1)
     assert GROUP_API_VERSIONS[69] == (0, 1)
 
@@ -687,7 +687,7 @@ def test_described_consumer_members_are_decoded_on_the_client_side() -> None:
     assert list(member.assignment.partitions) == [TopicPartition("orders", 0)]
 
 
-@pytest.mark.parametrize(("api_key", "version"), [(8, 1), (9, 0), (15, 6), (12, 5), (11, 10)])
+@pytest.mark.parametrize(("api_key", "version"), [(8, 1), (9, 0), (15, 7), (12, 5), (11, 10)])
 def test_versions_outside_the_intersection_are_refused(api_key: int, version: int) -> None:
     with pytest.raises(UnsupportedVersionError):
         to_coordinator_request(api_key, version, object())

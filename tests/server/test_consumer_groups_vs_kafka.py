@@ -1,7 +1,8 @@
 """The same KIP-848 exchange against Apache Kafka 4.4.0 and ``groupcoord serve``, answers
 compared field by field (marked ``kafka``): one member joins a consumer group with
 ConsumerGroupHeartbeat v1 and heartbeats until it owns its target; then ListGroups v5,
-DescribeGroups v5 of the consumer group, ConsumerGroupDescribe v1 of it, of a group that
+DescribeGroups v5 of the consumer group, DescribeGroups v6 of it, of a group that does
+not exist and of a classic group, ConsumerGroupDescribe v1 of it, of a group that
 does not exist and of a classic group. Topic ids differ between the two (each broker makes
 its own): they are checked against each one's Metadata and compared by name.
 
@@ -25,6 +26,7 @@ from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbea
 from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions as OwnedPartitions
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.describe_groups.v6.request import DescribeGroupsRequest as DescribeGroupsV6
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
@@ -132,6 +134,12 @@ def exchange(port: int) -> dict[str, Any]:
         described = conn.call(
             DescribeGroupsRequest(groups=(GroupId(GROUP),), include_authorized_operations=False)
         )
+        described_v6 = conn.call(
+            DescribeGroupsV6(
+                groups=(GroupId(GROUP), GroupId("nobody"), GroupId(CLASSIC)),
+                include_authorized_operations=False,
+            )
+        )
         consumer_described = conn.call(
             ConsumerGroupDescribeRequest(
                 group_ids=(GroupId(GROUP), GroupId("nobody"), GroupId(CLASSIC)),
@@ -160,6 +168,12 @@ def exchange(port: int) -> dict[str, Any]:
             (g.error_code, g.group_state, g.protocol_type, g.protocol_data, g.members)
             for g in described.groups
         ],
+        # KIP-1043: v6 says why a group is not described (the classic group is mid-join);
+        # Kafka lists them in its shard order
+        "DescribeGroups v6": sorted(
+            (g.group_id, g.error_code, g.error_message, g.group_state, g.protocol_type)
+            for g in described_v6.groups
+        ),
         "ConsumerGroupDescribe": (
             ok.error_code,
             ok.group_state,

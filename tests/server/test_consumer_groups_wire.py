@@ -167,6 +167,15 @@ def test_classic_admin_apis_answer_for_a_consumer_group_as_kafka() -> None:
             "",
             (),
         )
+        # from v6 (KIP-1043) it says why, as Kafka 4.4 does, over the wire
+        described = await call(client, DescribeGroupsRequest(version=6, groups=("g", "nobody")))
+        assert isinstance(described, DescribeGroupsResponse)
+        assert [
+            (g.group_id, g.error, g.error_message, g.group_state) for g in described.groups
+        ] == [
+            ("g", GroupIdNotFoundError, "Group g is not a classic group.", "Dead"),
+            ("nobody", GroupIdNotFoundError, "Group nobody not found.", "Dead"),
+        ]
 
         # ... and ConsumerGroupDescribe says GROUP_ID_NOT_FOUND for what is not a consumer group
         none = await call(client, ConsumerGroupDescribeRequest(version=1, group_ids=("nobody",)))

@@ -133,8 +133,8 @@ def test_unsupported_api_versions_version_gets_the_v0_fallback() -> None:
 
 @pytest.mark.parametrize(
     ("api_key", "version"),
-    # unknown key, unknown version, not served (DescribeGroups v6, CreatePartitions)
-    [(9999, 0), (12, 99), (15, 6), (37, 0)],
+    # unknown key, unknown version, not served (DescribeGroups v7, CreatePartitions)
+    [(9999, 0), (12, 99), (15, 7), (37, 0)],
 )
 def test_unknown_api_or_version_gets_unsupported_version_and_keeps_the_connection(
     api_key: int, version: int

@@ -63,7 +63,9 @@ def handle_describe_groups(rb: Rebalancer, req: DescribeGroupsRequest) -> None:
             version=req.version,
             correlation=req.correlation,
             groups=tuple(
-                _with_operations(_describe(rb, group_id), req.include_authorized_operations)
+                _with_operations(
+                    _describe(rb, group_id, req.version), req.include_authorized_operations
+                )
                 for group_id in req.groups
             ),
         )
@@ -77,16 +79,29 @@ GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 def _with_operations(group: DescribedGroup, include: bool) -> DescribedGroup:
-    if not include:
+    # Kafka fills them in for the groups described without an error (a v6 GROUP_ID_NOT_FOUND
+    # keeps the "not asked" value)
+    if not include or group.error is not None:
         return group
     return dataclasses.replace(group, authorized_operations=GROUP_OPERATIONS)
 
 
-def _describe(rb: Rebalancer, group_id: str) -> DescribedGroup:
+def _describe(rb: Rebalancer, group_id: str, version: int) -> DescribedGroup:
     group = rb.groups.get(group_id)
     if group is None:
+        if version < 6:
+            return DescribedGroup(
+                group_id=group_id, group_state=_DEAD.value, protocol_type="", protocol_data=""
+            )
+        # v6 (KIP-1043) names why: Kafka's GroupIdNotFoundException messages
+        why = "is not a classic group" if group_id in rb.consumer_groups else "not found"
         return DescribedGroup(
-            group_id=group_id, group_state=_DEAD.value, protocol_type="", protocol_data=""
+            group_id=group_id,
+            error=GroupIdNotFoundError,
+            error_message=f"Group {group_id} {why}.",
+            group_state=_DEAD.value,
+            protocol_type="",
+            protocol_data="",
         )
     stable = group.state is _STABLE and group.protocol_name is not None
     consumer = group.protocol_type == "consumer"

@@ -726,8 +726,11 @@ def _str_tuple(value: object, name: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroupsRequest(Request):
+    """DescribeGroups; from v6 (KIP-1043) a group that is not a classic group is reported
+    with GROUP_ID_NOT_FOUND and a message, as Kafka 4 does."""
+
     API_KEY: ClassVar[int] = 15
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
 
     groups: tuple[str, ...]
     include_authorized_operations: bool = False
@@ -759,12 +762,15 @@ class DescribedGroupMember:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribedGroup(ErrorResult):
+    """One group as DescribeGroups reports it; ``error_message`` is on the wire from v6."""
+
     group_id: str
     group_state: str
     protocol_type: str
     protocol_data: str
     members: tuple[DescribedGroupMember, ...] = ()
     authorized_operations: int = -(2**31)
+    error_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

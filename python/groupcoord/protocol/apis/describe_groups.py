@@ -39,6 +39,7 @@ def write_response(cls: type[Any], r: Any) -> Any:
             build(
                 group_cls,
                 error_code=g.error_code,
+                error_message=g.error_message,
                 group_id=g.group_id,
                 group_state=g.group_state,
                 protocol_type=g.protocol_type,
@@ -80,6 +81,7 @@ def read_response(r: Any, v: int, corr: object) -> AnyResponse:
                 protocol_type=g.protocol_type,
                 protocol_data=g.protocol_data,
                 authorized_operations=getattr(g, "authorized_operations", -(2**31)),
+                error_message=getattr(g, "error_message", None),
                 members=tuple(
                     DescribedGroupMember(
                         member_id=m.member_id,
