@@ -83,32 +83,46 @@ def _consumed_to_the_end(
     return ends
 
 
+def _group(client: str, server: Server, group_id: str, log_dir: Path) -> ConsumerGroup:
+    return ConsumerGroup(
+        client,
+        server.bootstrap,
+        group_id,
+        [TOPIC],
+        log_dir,
+        assignor="uniform",
+        group_protocol="consumer",
+        report_records=True,
+    )
+
+
+def _share_consume_commit(
+    group: ConsumerGroup, server: Server, second: str, records: int
+) -> tuple[ConsumerProcess, ConsumerProcess]:
+    """Two members (the second of client ``second``) split the 12 partitions 6/6, read the
+    ``records`` produced so far and commit where they are: the group's offsets are then
+    the partitions' ends."""
+    a = group.spawn()
+    b = group.spawn(second)
+    wait_owned_exactly_once([a, b], ALL, [6, 6], JOIN_TIMEOUT_S, "a, b own 6 each")
+    ends = wait_until(
+        lambda: _consumed_to_the_end([a, b], records),
+        JOIN_TIMEOUT_S,
+        f"{records} records",
+        group.diagnostics,
+    )
+    a.commit()
+    b.commit()
+    assert committed_offsets(server.bootstrap, group.defaults.group) == ends
+    return a, b
+
+
 @pytest.mark.parametrize("clients", CLIENTS)
 def test_consumer_protocol_group(server: Server, tmp_path: Path, clients: tuple[str, str]) -> None:
     first, second = clients
     produce(server.bootstrap, TOPIC, keyed_records(0, 240))
-    with ConsumerGroup(
-        first,
-        server.bootstrap,
-        f"kip848-{first}-{second}",
-        [TOPIC],
-        tmp_path,
-        assignor="uniform",
-        group_protocol="consumer",
-        report_records=True,
-    ) as group:
-        a = group.spawn()
-        b = group.spawn(second)
-        wait_owned_exactly_once([a, b], ALL, [6, 6], JOIN_TIMEOUT_S, "a, b own 6 each")
-        ends = wait_until(
-            lambda: _consumed_to_the_end([a, b], 240),
-            JOIN_TIMEOUT_S,
-            "240 records",
-            group.diagnostics,
-        )
-        a.commit()
-        b.commit()
-        assert committed_offsets(server.bootstrap, group.defaults.group) == ends
+    with _group(first, server, f"kip848-{first}-{second}", tmp_path) as group:
+        a, b = _share_consume_commit(group, server, second, 240)
 
         # -- a leaves (epoch -1): b gets a's partitions, nobody else had them
         a.close()
@@ -194,28 +208,9 @@ def test_group_survives_server_restart(
     )
     group_id = f"kip848-restart-{first}-{second}"
     produce(server.bootstrap, TOPIC, keyed_records(0, 120))
-    with ConsumerGroup(
-        first,
-        server.bootstrap,
-        group_id,
-        [TOPIC],
-        tmp_path,
-        assignor="uniform",
-        group_protocol="consumer",
-        report_records=True,
-    ) as group:
-        a = group.spawn()
-        b = group.spawn(second)
-        wait_owned_exactly_once([a, b], ALL, [6, 6], JOIN_TIMEOUT_S, "a, b own 6 each")
-        ends = wait_until(
-            lambda: _consumed_to_the_end([a, b], 120),
-            JOIN_TIMEOUT_S,
-            "120 records",
-            group.diagnostics,
-        )
-        a.commit()
-        b.commit()
-        assert committed_offsets(server.bootstrap, group_id) == ends
+    with _group(first, server, group_id, tmp_path) as group:
+        a, b = _share_consume_commit(group, server, second, 120)
+        ends = committed_offsets(server.bootstrap, group_id)
         marks = {m.name: m.mark() for m in (a, b)}
         owned = {m.name: m.owned() for m in (a, b)}
 
