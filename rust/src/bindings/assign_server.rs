@@ -6,7 +6,8 @@
 //! `_core.ServerTarget`: the same, with the target assignment kept here between calls
 //! (a coordinator recomputes its group's target on every change): the previous target
 //! is not read back from a million Python ints, which at 10,000 members was most of
-//! the time of a recomputation after one member left.
+//! the time of a recomputation after one member left, and members whose partitions
+//! did not change get a copy of their kept dict rather than one built anew.
 
 use super::assign_input::{as_dict, read_partition_racks, read_topics};
 use super::errors::{from_assign_error, invalid_input, py_repr};
@@ -45,15 +46,46 @@ pub fn assign_server<'py>(
     result(py, &ran)
 }
 
+/// `plain_current(current)`: whether every value of the dict `current` is a dict (exactly:
+/// a subclass may iterate otherwise) whose keys are all str, the shape `ServerAssignor.assign` requires of a current target.
+/// True lets it skip its own check of every topic key (a million for range's result at
+/// 10,000 members); False says nothing, and that check then runs and reports.
+#[pyfunction]
+pub fn plain_current(current: &Bound<'_, PyDict>) -> bool {
+    current.iter().all(|(_, held)| {
+        held.cast_exact::<PyDict>().is_ok_and(|held| {
+            held.iter()
+                .all(|(topic, _)| topic.is_instance_of::<PyString>())
+        })
+    })
+}
+
 /// `ServerTarget(kind)`: a group's target assignment, kept between computations.
+///
+/// While the topic table stays the same (names and partition counts), the next
+/// computation is incremental at both ends: members' kept partitions go into the model
+/// as dense ids without conversion or checks ([`MemberSpec::held`]), and a member whose
+/// partitions did not change gets a copy of its kept `{topic: partitions}` dict instead
+/// of one built anew (after one member of 10,000 leaves, that is all but a hundred with
+/// `uniform` and all of them with `range`).
 #[pyclass(name = "ServerTarget", module = "groupcoord._core")]
 pub struct ServerTargetPy {
     algorithm: ServerAlgorithm,
     kind: String,
-    /// the topics of the kept target, by the index `held` uses
+    /// the kept target's topic table: names in dense order and their dense offsets
     topic_names: Vec<String>,
-    /// member id -> its partitions in the kept target, as (index in `topic_names`, partition)
-    held: FxHashMap<String, Vec<(u32, i64)>>,
+    offsets: Vec<DenseId>,
+    /// member id -> its part of the kept target
+    held: FxHashMap<String, Held>,
+}
+
+/// One member's part of a kept target.
+struct Held {
+    /// dense ids of the kept topic table, ascending
+    plan: Vec<DenseId>,
+    /// `{topic: partitions}` as built for it; private (callers get copies), so it
+    /// still says what `plan` says however callers change theirs
+    dict: Py<PyDict>,
 }
 
 #[pymethods]
@@ -64,6 +96,7 @@ impl ServerTargetPy {
             algorithm: algorithm(py, kind)?,
             kind: kind.to_owned(),
             topic_names: Vec::new(),
+            offsets: Vec::new(),
             held: FxHashMap::default(),
         })
     }
@@ -85,18 +118,34 @@ impl ServerTargetPy {
             members,
             Current::Kept {
                 topic_names: &self.topic_names,
+                offsets: &self.offsets,
                 held: &self.held,
             },
             partition_racks,
         )?;
-        let out = result(py, &ran)?;
-        self.keep(&ran.model, &ran.plan);
+        // a kept dict says the same only when dense ids mean the same partitions
+        let reuse = |m: usize, partitions: &[DenseId]| {
+            let held = self.held.get(&ran.model.members[m].id)?;
+            (ran.same_topics && held.plan == partitions).then(|| held.dict.bind(py).clone())
+        };
+        let (out, dicts) = kept_result(py, &ran, reuse)?;
+        let Ran { model, plan, .. } = ran;
+        self.held = model
+            .members
+            .into_iter()
+            .zip(plan)
+            .zip(dicts)
+            .map(|((member, plan), dict)| (member.id, Held { plan, dict }))
+            .collect();
+        self.topic_names = model.topic_names;
+        self.offsets = model.offsets;
         Ok(out)
     }
 
     /// Forget the kept target (the next `assign` starts fresh).
     fn clear(&mut self) {
         self.topic_names.clear();
+        self.offsets.clear();
         self.held.clear();
     }
 
@@ -115,28 +164,8 @@ impl ServerTargetPy {
             "ServerTarget({:?}, members={}, partitions={})",
             self.kind,
             self.held.len(),
-            self.held.values().map(Vec::len).sum::<usize>()
+            self.held.values().map(|h| h.plan.len()).sum::<usize>()
         )
-    }
-}
-
-impl ServerTargetPy {
-    fn keep(&mut self, model: &GroupModel, plan: &[Vec<DenseId>]) {
-        self.topic_names.clone_from(&model.topic_names);
-        self.held.clear();
-        for (member, partitions) in model.members.iter().zip(plan) {
-            let mut t = 0usize;
-            let held = partitions
-                .iter()
-                .map(|&p| {
-                    while model.offsets[t + 1] <= p {
-                        t += 1;
-                    }
-                    (t as u32, i64::from(p - model.offsets[t]))
-                })
-                .collect();
-            self.held.insert(member.id.clone(), held);
-        }
     }
 }
 
@@ -153,7 +182,8 @@ enum Current<'a, 'py> {
     /// a [`ServerTargetPy`]'s
     Kept {
         topic_names: &'a [String],
-        held: &'a FxHashMap<String, Vec<(u32, i64)>>,
+        offsets: &'a [DenseId],
+        held: &'a FxHashMap<String, Held>,
     },
 }
 
@@ -166,6 +196,8 @@ struct Ran<'py> {
     plan: Plan,
     names: Vec<Bound<'py, PyString>>,
     keys: FxHashMap<String, Bound<'py, PyString>>,
+    /// whether the model's topic table is the kept target's (dense ids mean the same)
+    same_topics: bool,
 }
 
 /// Read the group and run the algorithm.
@@ -181,15 +213,20 @@ fn run<'py>(
     let members = as_dict(members, "members")?;
     // range ignores the current assignment (as Kafka's), so it is not even read: at
     // 10,000 members its million single-partition entries cost more than assigning
-    let current = if algorithm == ServerAlgorithm::Range {
-        Current::Nothing
-    } else {
-        current
-    };
+    let read_claims = algorithm != ServerAlgorithm::Range;
     let (mut builder, names) = read_topics(&topics)?;
-    // a kept target names topics by index: their ids in this model, looked up once
+    let same_topics = match &current {
+        Current::Kept {
+            topic_names,
+            offsets,
+            ..
+        } => builder.same_topics(topic_names, offsets),
+        _ => false,
+    };
+    // a kept target of another topic table names topics by index: their ids in this
+    // model, looked up once
     let kept_topics: Vec<Option<TopicId>> = match &current {
-        Current::Kept { topic_names, .. } => {
+        Current::Kept { topic_names, .. } if read_claims && !same_topics => {
             topic_names.iter().map(|n| builder.topic_id(n)).collect()
         }
         _ => Vec::new(),
@@ -238,19 +275,20 @@ fn run<'py>(
             spec.instance_id = Some(instance.extract()?);
         }
         match &current {
+            _ if !read_claims => {}
             Current::Nothing => {}
             Current::Given(current) => {
                 if let Some(held) = current.get_item(&member_id)? {
                     read_held(&builder, &member_id, &held, &mut spec.owned)?;
                 }
             }
-            Current::Kept { held, .. } => {
+            Current::Kept { offsets, held, .. } => {
                 if let Some(held) = held.get(&id) {
-                    spec.owned.reserve(held.len());
-                    spec.owned.extend(
-                        held.iter()
-                            .filter_map(|&(t, p)| kept_topics[t as usize].map(|t| (t, p))),
-                    );
+                    if same_topics {
+                        spec.held.clone_from(&held.plan);
+                    } else {
+                        spec.owned = kept_claims(offsets, &kept_topics, &held.plan);
+                    }
                 }
             }
         }
@@ -268,37 +306,90 @@ fn run<'py>(
         plan,
         names,
         keys,
+        same_topics,
     })
+}
+
+/// A kept plan (dense ids of the kept table, `offsets`) as claims on this model's
+/// topics: `kept_topics` maps kept topic indexes to this model's ids (`None`: gone).
+fn kept_claims(
+    offsets: &[DenseId],
+    kept_topics: &[Option<TopicId>],
+    plan: &[DenseId],
+) -> Vec<(TopicId, i64)> {
+    let mut t = 0usize;
+    let mut owned = Vec::with_capacity(plan.len());
+    for &p in plan {
+        while offsets[t + 1] <= p {
+            t += 1;
+        }
+        if let Some(id) = kept_topics[t] {
+            owned.push((id, i64::from(p - offsets[t])));
+        }
+    }
+    owned
 }
 
 /// `{member_id: {topic: (partition, ...)}}` of a plan.
 fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
-    let (model, names, keys) = (&ran.model, &ran.names, &ran.keys);
-    let plan = &ran.plan;
     let result = PyDict::new(py);
     let mut runs = RunTuples::default();
-    for (member, partitions) in model.members.iter().zip(plan) {
-        let assignment = PyDict::new(py);
-        let mut t = 0usize;
-        let mut start = 0usize;
-        // partitions are ascending: one tuple per run of the same topic
-        while start < partitions.len() {
-            while model.offsets[t + 1] <= partitions[start] {
-                t += 1;
-            }
-            let end = start
-                + partitions[start..]
-                    .iter()
-                    .take_while(|&&p| p < model.offsets[t + 1])
-                    .count();
-            let first = model.offsets[t];
-            let numbers = partitions[start..end].iter().map(|&p| p - first);
-            assignment.set_item(&names[t], runs.tuple(py, numbers, end - start)?)?;
-            start = end;
-        }
-        result.set_item(&keys[&member.id], assignment)?;
+    for (member, partitions) in ran.model.members.iter().zip(&ran.plan) {
+        let assignment = member_dict(py, ran, partitions, &mut runs)?;
+        result.set_item(&ran.keys[&member.id], assignment)?;
     }
     Ok(result)
+}
+
+/// [`result`] for a kept target: each member's dict is `reuse(member index, its
+/// partitions)` when that gives one, else built; the result holds copies, and the
+/// dicts (by member index) are returned to be kept.
+fn kept_result<'py>(
+    py: Python<'py>,
+    ran: &Ran<'py>,
+    reuse: impl Fn(usize, &[DenseId]) -> Option<Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyDict>, Vec<Py<PyDict>>)> {
+    let result = PyDict::new(py);
+    let mut runs = RunTuples::default();
+    let mut kept = Vec::with_capacity(ran.plan.len());
+    for (m, (member, partitions)) in ran.model.members.iter().zip(&ran.plan).enumerate() {
+        let assignment = match reuse(m, partitions) {
+            Some(dict) => dict,
+            None => member_dict(py, ran, partitions, &mut runs)?,
+        };
+        result.set_item(&ran.keys[&member.id], assignment.copy()?)?;
+        kept.push(assignment.unbind());
+    }
+    Ok((result, kept))
+}
+
+/// One member's `{topic: (partition, ...)}` of ascending dense ids.
+fn member_dict<'py>(
+    py: Python<'py>,
+    ran: &Ran<'py>,
+    partitions: &[DenseId],
+    runs: &mut RunTuples<'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (offsets, names) = (&ran.model.offsets, &ran.names);
+    let assignment = PyDict::new(py);
+    let mut t = 0usize;
+    let mut start = 0usize;
+    // partitions are ascending: one tuple per run of the same topic
+    while start < partitions.len() {
+        while offsets[t + 1] <= partitions[start] {
+            t += 1;
+        }
+        let end = start
+            + partitions[start..]
+                .iter()
+                .take_while(|&&p| p < offsets[t + 1])
+                .count();
+        let first = offsets[t];
+        let numbers = partitions[start..end].iter().map(|&p| p - first);
+        assignment.set_item(&names[t], runs.tuple(py, numbers, end - start)?)?;
+        start = end;
+    }
+    Ok(assignment)
 }
 
 /// Builds the partition tuples of a result, sharing what can be shared: a tuple is
@@ -309,6 +400,8 @@ fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> 
 #[derive(Default)]
 struct RunTuples<'py> {
     ints: Vec<Option<Bound<'py, PyAny>>>,
+    /// `(n,)` by `n`: the million runs of range are these, looked up without hashing
+    singles: Vec<Option<Bound<'py, PyTuple>>>,
     consecutive: rustc_hash::FxHashMap<(u32, usize), Bound<'py, PyTuple>>,
 }
 
@@ -335,6 +428,18 @@ impl<'py> RunTuples<'py> {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let mut it = numbers.clone();
         let first = it.next().expect("runs are non-empty");
+        if len == 1 {
+            let n = first as usize;
+            if self.singles.len() <= n {
+                self.singles.resize(n + 1, None);
+            }
+            if let Some(t) = &self.singles[n] {
+                return Ok(t.clone());
+            }
+            let tuple = PyTuple::new(py, [self.int(py, first)?])?;
+            self.singles[n] = Some(tuple.clone());
+            return Ok(tuple);
+        }
         let last = it.last().unwrap_or(first);
         let consecutive = (last - first) as usize + 1 == len;
         if consecutive {
