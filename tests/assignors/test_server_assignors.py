@@ -321,6 +321,25 @@ def test_a_kept_target_is_assign_with_the_previous_result_as_current(
             topics[f"t-new-{step}"] = data.draw(st.integers(0, 6))
 
 
+@pytest.mark.parametrize("cls", SERVER, ids=lambda c: c.name)
+def test_results_list_members_and_topics_in_the_reference_order(
+    cls: type[ServerAssignor],
+) -> None:
+    """Not only equal dicts: the same iteration order as the reference (member order,
+    topics ascending), also for range's members holding one partition of forty topics,
+    whose dicts Rust builds with dict.fromkeys, and through a kept target."""
+    topics = {f"t{i:02d}": 3 for i in reversed(range(40))}
+    members = {f"m{i}": ServerMember(list(topics)) for i in reversed(range(5))}
+    want = cls(backend="python").assign(members, topics)
+    target = GroupTarget(cls())
+    for got in (cls().assign(members, topics), target.assign(members, topics)):
+        assert got == want
+        assert list(got) == list(want)
+        assert [list(d) for d in got.values()] == [list(d) for d in want.values()]
+    again = target.assign(members, topics)  # every member's dict a copy of a kept one
+    assert [list(d) for d in again.values()] == [list(d) for d in want.values()]
+
+
 class _Dict(dict[str, Any]):
     pass
 

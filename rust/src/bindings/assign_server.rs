@@ -52,12 +52,35 @@ pub fn assign_server<'py>(
 /// 10,000 members); False says nothing, and that check then runs and reports.
 #[pyfunction]
 pub fn plain_current(current: &Bound<'_, PyDict>) -> bool {
-    current.iter().all(|(_, held)| {
-        held.cast_exact::<PyDict>().is_ok_and(|held| {
-            held.iter()
-                .all(|(topic, _)| topic.is_instance_of::<PyString>())
+    // SAFETY: `current` is a live dict, values are checked to be dicts before being
+    // walked, and the GIL is held throughout.
+    unsafe {
+        all_items(current.as_ptr(), |_, held| {
+            ffi::PyDict_CheckExact(held) != 0
+                && all_items(held, |topic, _| ffi::PyUnicode_Check(topic) != 0)
         })
-    })
+    }
+}
+
+/// Whether `ok(key, value)` holds for every item of `dict`, walked with PyDict_Next's
+/// borrowed references: PyO3's iterator takes and drops two references per item, most
+/// of the time of a million keys. `ok` must not call into Python (no dict may change).
+///
+/// # Safety
+/// `dict` is a live dict and the GIL is held.
+unsafe fn all_items(
+    dict: *mut ffi::PyObject,
+    mut ok: impl FnMut(*mut ffi::PyObject, *mut ffi::PyObject) -> bool,
+) -> bool {
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key = std::ptr::null_mut();
+    let mut value = std::ptr::null_mut();
+    while ffi::PyDict_Next(dict, &mut pos, &mut key, &mut value) != 0 {
+        if !ok(key, value) {
+            return false;
+        }
+    }
+    true
 }
 
 /// `ServerTarget(kind)`: a group's target assignment, kept between computations.
@@ -363,7 +386,7 @@ fn kept_result<'py>(
     Ok((result, kept))
 }
 
-/// One member's `{topic: (partition, ...)}` of ascending dense ids.
+/// One member's `{topic: (partition, ...)}` of ascending dense ids, topics in dense order.
 fn member_dict<'py>(
     py: Python<'py>,
     ran: &Ran<'py>,
@@ -371,7 +394,7 @@ fn member_dict<'py>(
     runs: &mut RunTuples<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (offsets, names) = (&ran.model.offsets, &ran.names);
-    let assignment = PyDict::new(py);
+    let mut items: Vec<(usize, Bound<'py, PyTuple>)> = Vec::new();
     let mut t = 0usize;
     let mut start = 0usize;
     // partitions are ascending: one tuple per run of the same topic
@@ -386,11 +409,30 @@ fn member_dict<'py>(
                 .count();
         let first = offsets[t];
         let numbers = partitions[start..end].iter().map(|&p| p - first);
-        assignment.set_item(&names[t], runs.tuple(py, numbers, end - start)?)?;
+        items.push((t, runs.tuple(py, numbers, end - start)?));
         start = end;
+    }
+    // Range gives each of its first members the same partition of every topic: one
+    // tuple for hundreds of topics, a dict `dict.fromkeys` builds presized in one call
+    // (inserting a thousand keys one by one resizes it seven times)
+    if items.len() >= SAME_VALUE_MIN && items.iter().all(|(_, v)| v.is(&items[0].1)) {
+        let keys = runs.keys(py, names, items.iter().map(|&(t, _)| t))?;
+        let value = &items[0].1;
+        return Ok(py
+            .get_type::<PyDict>()
+            .call_method1(intern!(py, "fromkeys"), (keys, value))?
+            .cast_into::<PyDict>()?);
+    }
+    let assignment = PyDict::new(py);
+    for (t, tuple) in items {
+        assignment.set_item(&names[t], tuple)?;
     }
     Ok(assignment)
 }
+
+/// Members with this many topics or more, all holding one tuple, get their dict from
+/// `dict.fromkeys` (below it, a call costs more than the inserts).
+const SAME_VALUE_MIN: usize = 16;
 
 /// Builds the partition tuples of a result, sharing what can be shared: a tuple is
 /// immutable, so every run `start..start + len` of consecutive partition numbers is one
@@ -403,6 +445,8 @@ struct RunTuples<'py> {
     /// `(n,)` by `n`: the million runs of range are these, looked up without hashing
     singles: Vec<Option<Bound<'py, PyTuple>>>,
     consecutive: rustc_hash::FxHashMap<(u32, usize), Bound<'py, PyTuple>>,
+    /// the last keys dict [`Self::keys`] built, and its topics
+    last_keys: Option<(Vec<usize>, Bound<'py, PyDict>)>,
 }
 
 impl<'py> RunTuples<'py> {
@@ -417,6 +461,28 @@ impl<'py> RunTuples<'py> {
         let i = number.into_pyobject(py)?.into_any();
         self.ints[n] = Some(i.clone());
         Ok(i)
+    }
+
+    /// `{names[t]: None}` for the topics `topics` (in that order), the keys of a member's
+    /// dict; members in a row mostly have the same ones, so the last is reused.
+    fn keys(
+        &mut self,
+        py: Python<'py>,
+        names: &[Bound<'py, PyString>],
+        topics: impl Iterator<Item = usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let topics: Vec<usize> = topics.collect();
+        if let Some((last, keys)) = &self.last_keys {
+            if *last == topics {
+                return Ok(keys.clone());
+            }
+        }
+        let keys = PyDict::new(py);
+        for &t in &topics {
+            keys.set_item(&names[t], py.None())?;
+        }
+        self.last_keys = Some((topics, keys.clone()));
+        Ok(keys)
     }
 
     /// `numbers`: ascending partition numbers, `len` of them.
@@ -436,7 +502,7 @@ impl<'py> RunTuples<'py> {
             if let Some(t) = &self.singles[n] {
                 return Ok(t.clone());
             }
-            let tuple = PyTuple::new(py, [self.int(py, first)?])?;
+            let tuple = untracked(PyTuple::new(py, [self.int(py, first)?])?);
             self.singles[n] = Some(tuple.clone());
             return Ok(tuple);
         }
@@ -450,12 +516,23 @@ impl<'py> RunTuples<'py> {
         let items = numbers
             .map(|n| self.int(py, n))
             .collect::<PyResult<Vec<_>>>()?;
-        let tuple = PyTuple::new(py, items)?;
+        let tuple = untracked(PyTuple::new(py, items)?);
         if consecutive {
             self.consecutive.insert((first, len), tuple.clone());
         }
         Ok(tuple)
     }
+}
+
+/// `tuple` (of ints) untracked by the cycle collector: ints cannot form a cycle, and
+/// CPython untracks such tuples at their first collection anyway. Born untracked, they
+/// also leave the dicts holding them untracked (a dict is tracked once it holds a
+/// tracked object), so the collections a result's ten thousand dicts would trigger do
+/// not scan a million entries.
+fn untracked(tuple: Bound<'_, PyTuple>) -> Bound<'_, PyTuple> {
+    // SAFETY: `tuple` is a live, GC-tracked tuple we just made and hold.
+    unsafe { ffi::PyObject_GC_UnTrack(tuple.as_ptr().cast()) };
+    tuple
 }
 
 /// An exact `int` that fits an int32, read without PyO3's conversion machinery; `None`
