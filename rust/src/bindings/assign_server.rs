@@ -394,10 +394,10 @@ fn member_dict<'py>(
     runs: &mut RunTuples<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (offsets, names) = (&ran.model.offsets, &ran.names);
-    let mut items: Vec<(usize, Bound<'py, PyTuple>)> = Vec::new();
+    // partitions are ascending: one (topic, start, end) per run of the same topic
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
     let mut t = 0usize;
     let mut start = 0usize;
-    // partitions are ascending: one tuple per run of the same topic
     while start < partitions.len() {
         while offsets[t + 1] <= partitions[start] {
             t += 1;
@@ -407,25 +407,29 @@ fn member_dict<'py>(
                 .iter()
                 .take_while(|&&p| p < offsets[t + 1])
                 .count();
-        let first = offsets[t];
-        let numbers = partitions[start..end].iter().map(|&p| p - first);
-        items.push((t, runs.tuple(py, numbers, end - start)?));
+        spans.push((t, start, end));
         start = end;
     }
+    let numbers = |&(t, start, end): &(usize, usize, usize)| {
+        let first = offsets[t];
+        partitions[start..end].iter().map(move |&p| p - first)
+    };
     // Range gives each of its first members the same partition of every topic: one
     // tuple for hundreds of topics, a dict `dict.fromkeys` builds presized in one call
     // (inserting a thousand keys one by one resizes it seven times)
-    if items.len() >= SAME_VALUE_MIN && items.iter().all(|(_, v)| v.is(&items[0].1)) {
-        let keys = runs.keys(py, names, items.iter().map(|&(t, _)| t))?;
-        let value = &items[0].1;
+    if spans.len() >= SAME_VALUE_MIN && spans.iter().all(|s| numbers(s).eq(numbers(&spans[0]))) {
+        let (_, start, end) = spans[0];
+        let value = runs.tuple(py, numbers(&spans[0]), end - start)?;
+        let keys = runs.keys(py, names, spans.iter().map(|&(t, _, _)| t))?;
         return Ok(py
             .get_type::<PyDict>()
             .call_method1(intern!(py, "fromkeys"), (keys, value))?
             .cast_into::<PyDict>()?);
     }
     let assignment = PyDict::new(py);
-    for (t, tuple) in items {
-        assignment.set_item(&names[t], tuple)?;
+    for span in &spans {
+        let (t, start, end) = *span;
+        assignment.set_item(&names[t], runs.tuple(py, numbers(span), end - start)?)?;
     }
     Ok(assignment)
 }
