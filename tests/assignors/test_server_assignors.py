@@ -340,6 +340,29 @@ def test_results_list_members_and_topics_in_the_reference_order(
     assert [list(d) for d in again.values()] == [list(d) for d in want.values()]
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(st.integers(0, 200), min_size=1, max_size=3),
+    size=st.integers(1, 30),
+    data=st.data(),
+)
+def test_uniform_on_long_topics_rust_and_reference_agree_through_joins_and_leaves(
+    sizes: list[int], size: int, data: st.DataObject
+) -> None:
+    """Homogeneous groups on topics past 64 partitions (where Rust's list path takes
+    whole bitmap words), kept targets of both backends through joins and leaves."""
+    topics = {f"t{i}": n for i, n in enumerate(sizes)}
+    members = {f"m{i:02d}": ServerMember(list(topics)) for i in range(size)}
+    kept = {b: GroupTarget(UniformAssignor(backend=b)) for b in ("rust", "python")}
+    for step in range(data.draw(st.integers(1, 6))):
+        rust, reference = (kept[b].assign(members, topics) for b in ("rust", "python"))
+        assert rust == reference
+        if data.draw(st.booleans()) and len(members) > 1:
+            members.pop(data.draw(st.sampled_from(sorted(members))))
+        else:
+            members[f"j{step}"] = ServerMember(list(topics))
+
+
 class _Dict(dict[str, Any]):
     pass
 
