@@ -22,6 +22,7 @@ __all__ = [
     "assign",
     "assign_encoded",
     "assign_server",
+    "plain_current",
 ]
 
 # =====================================================================================
@@ -289,6 +290,10 @@ def assign_server(
 ) -> dict[str, dict[str, tuple[int, ...]]]:
     """Run KIP-848 server-side assignor ``kind`` ("uniform" or "range") on members with
     ``topics``, ``rack`` and ``instance_id`` attributes; {member: {topic: (partition, ...)}}."""
+
+def plain_current(current: dict[str, Any]) -> bool:
+    """Whether every value of ``current`` is a dict whose keys are all str (True: the shape
+    a current target needs; False: not known, check it in Python)."""
 
 @final
 class ServerTarget:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groupcoord import RangeAssignor as ClassicRange
-from groupcoord import Subscription, TopicPartition
+from groupcoord import Subscription, TopicPartition, _core
 from groupcoord.assignors.server import (
     GroupTarget,
     RangeAssignor,
@@ -270,34 +270,111 @@ def test_server_member_checks_its_fields() -> None:
 
 
 @pytest.mark.parametrize("cls", SERVER, ids=lambda c: c.name)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(g=server_groups(max_members=25), data=st.data())
 def test_a_kept_target_is_assign_with_the_previous_result_as_current(
     cls: type[ServerAssignor], g: ServerGroup, data: st.DataObject
 ) -> None:
-    """GroupTarget (both backends) over a run of changes (members leave, join, resubscribe;
-    topics grow, vanish) gives what assign(current=previous result) gives."""
+    """GroupTarget (both backends) over a run of changes (members leave, join, resubscribe,
+    change instance ids; topics grow, vanish, appear; nothing changes) gives what
+    assign(current=previous result) gives, fresh each time. The Rust backend's kept
+    target is incremental while the topics stay the same (kept partitions as dense ids,
+    unchanged members' dicts copied), so most steps keep the topics; callers changing
+    the results they got must not change what comes next."""
     kept = {b: GroupTarget(cls(backend=b)) for b in ("rust", "python")}
     members, topics = dict(g.members), dict(g.topics)
+    racks = g.partition_racks if data.draw(st.booleans()) else None
     previous: Target | None = None
-    for _ in range(data.draw(st.integers(1, 6))):
-        want = cls().assign(members, topics, current=previous, partition_racks=g.partition_racks)
+    changes = ["leave", "join", "resubscribe", "static", "same", "grow", "drop", "add"]
+    for step in range(data.draw(st.integers(1, 10))):
+        want = cls().assign(members, topics, current=previous, partition_racks=racks)
         for target in kept.values():
-            assert target.assign(members, topics, partition_racks=g.partition_racks) == want
+            got = target.assign(members, topics, partition_racks=racks)
+            assert got == want
+            # what a caller does with its result is its own business
+            for assignment in got.values():
+                assignment.clear()
+                assignment["vandal"] = (step,)
+            got.clear()
         previous = want
-        change = data.draw(st.sampled_from(["leave", "join", "resubscribe", "grow", "drop"]))
+        change = data.draw(
+            st.sampled_from(changes[:5] if data.draw(st.integers(0, 3)) else changes[5:])
+        )
         if change == "leave" and len(members) > 1:
             members.pop(data.draw(st.sampled_from(sorted(members))))
         elif change == "join":
-            members[f"new-{len(members)}"] = ServerMember(sorted(topics)[:2])
+            subscribed = data.draw(st.sets(st.sampled_from(sorted(topics))))
+            members[f"new-{step}-{len(members)}"] = ServerMember(subscribed)
         elif change == "resubscribe":
             m = data.draw(st.sampled_from(sorted(members)))
             members[m] = ServerMember(sorted(topics)[-1:], members[m].rack, members[m].instance_id)
+        elif change == "static":
+            m = data.draw(st.sampled_from(sorted(members)))
+            instance = data.draw(st.sampled_from([None, "i00", "i99"]))
+            members[m] = ServerMember(members[m].topics, members[m].rack, instance)
         elif change == "grow":
             t = data.draw(st.sampled_from(sorted(topics)))
             topics[t] += data.draw(st.integers(1, 5))
         elif change == "drop" and len(topics) > 1:
             topics.pop(data.draw(st.sampled_from(sorted(topics))))
+        elif change == "add":
+            topics[f"t-new-{step}"] = data.draw(st.integers(0, 6))
+
+
+@pytest.mark.parametrize("cls", SERVER, ids=lambda c: c.name)
+def test_results_list_members_and_topics_in_the_reference_order(
+    cls: type[ServerAssignor],
+) -> None:
+    """Not only equal dicts: the same iteration order as the reference (member order,
+    topics ascending), also for range's members holding one partition of forty topics,
+    whose dicts Rust builds with dict.fromkeys, and through a kept target."""
+    topics = {f"t{i:02d}": 3 for i in reversed(range(40))}
+    members = {f"m{i}": ServerMember(list(topics)) for i in reversed(range(5))}
+    want = cls(backend="python").assign(members, topics)
+    target = GroupTarget(cls())
+    for got in (cls().assign(members, topics), target.assign(members, topics)):
+        assert got == want
+        assert list(got) == list(want)
+        assert [list(d) for d in got.values()] == [list(d) for d in want.values()]
+    again = target.assign(members, topics)  # every member's dict a copy of a kept one
+    assert [list(d) for d in again.values()] == [list(d) for d in want.values()]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(st.integers(0, 200), min_size=1, max_size=3),
+    size=st.integers(1, 30),
+    data=st.data(),
+)
+def test_uniform_on_long_topics_rust_and_reference_agree_through_joins_and_leaves(
+    sizes: list[int], size: int, data: st.DataObject
+) -> None:
+    """Homogeneous groups on topics past 64 partitions (where Rust's list path takes
+    whole bitmap words), kept targets of both backends through joins and leaves."""
+    topics = {f"t{i}": n for i, n in enumerate(sizes)}
+    members = {f"m{i:02d}": ServerMember(list(topics)) for i in range(size)}
+    kept = {b: GroupTarget(UniformAssignor(backend=b)) for b in ("rust", "python")}
+    for step in range(data.draw(st.integers(1, 6))):
+        rust, reference = (kept[b].assign(members, topics) for b in ("rust", "python"))
+        assert rust == reference
+        if data.draw(st.booleans()) and len(members) > 1:
+            members.pop(data.draw(st.sampled_from(sorted(members))))
+        else:
+            members[f"j{step}"] = ServerMember(list(topics))
+
+
+class _Dict(dict[str, Any]):
+    pass
+
+
+def test_plain_current_is_true_only_for_dicts_of_dicts_with_str_keys() -> None:
+    """The Rust check that lets ServerAssignor.assign skip its topic-by-topic one: True
+    only where that one finds nothing (False just hands the question back)."""
+    assert _core.plain_current({})
+    assert _core.plain_current({"m": {"t": (0, 1)}, "n": {}, "o": {"u": "anything"}})
+    assert not _core.plain_current({"m": {"t": (0,)}, "n": {1: (0,)}})
+    assert not _core.plain_current({"m": [0]})
+    assert not _core.plain_current({"m": _Dict(t=(0,))})  # a subclass may iterate otherwise
 
 
 def test_a_kept_target_refuses_bad_input_and_keeps_the_previous_one() -> None:

@@ -115,6 +115,7 @@ pub fn next_round(model: &GroupModel, plan: &Plan, generation: i32) -> GroupMode
             instance_id: member.instance_id.clone(),
             topics: member.topics.clone(),
             owned,
+            held: Vec::new(),
             generation,
             rack: member.rack.clone(),
         });
@@ -197,6 +198,7 @@ fn rebuild(
             instance_id: member.instance_id.clone(),
             topics: member.topics.clone(),
             owned: member.claims.iter().map(claim).collect(),
+            held: Vec::new(),
             generation: member.generation,
             rack: member_rack(m),
         });

@@ -132,6 +132,11 @@ pub struct MemberSpec {
     /// Claimed partitions as (topic, partition); unknown topics are already dropped
     /// by the caller (it interns names through [`ModelBuilder::topic_id`]).
     pub owned: Vec<(TopicId, i64)>,
+    /// Claims already as dense ids of this builder's topic table, ascending and
+    /// distinct: a plan this table produced, kept by a caller that recomputes the
+    /// same group (a million `owned` pairs are not converted, checked and stamped
+    /// again). Taken instead of `owned`, which is then empty.
+    pub held: Vec<DenseId>,
     pub generation: i32,
     /// Subscription v3 `rack_id`; `None` and `""` both mean no rack (as in Java).
     pub rack: Option<String>,
@@ -216,6 +221,13 @@ impl ModelBuilder {
         self.topic_names.len()
     }
 
+    /// Whether this builder's topic table is `names` with dense `offsets` (a kept
+    /// model's): then dense ids mean the same partitions in both, and a plan of the
+    /// kept model can be passed as [`MemberSpec::held`].
+    pub fn same_topics(&self, names: &[String], offsets: &[DenseId]) -> bool {
+        self.offsets == offsets && self.topic_names == names
+    }
+
     pub fn push_member(&mut self, member: MemberSpec) {
         self.members.push(member);
     }
@@ -273,7 +285,8 @@ impl ModelBuilder {
             };
             // `subscribed` marks the topics of `marked`, re-marked only when a member
             // with claims has another list (members mostly share one).
-            if !spec.owned.is_empty() && !marked.as_ref().is_some_and(|k| Arc::ptr_eq(k, &topics)) {
+            let has_claims = !spec.owned.is_empty() || !spec.held.is_empty();
+            if has_claims && !marked.as_ref().is_some_and(|k| Arc::ptr_eq(k, &topics)) {
                 for &t in marked.iter().flat_map(|k| k.iter()) {
                     subscribed[t as usize] = false;
                 }
@@ -281,6 +294,25 @@ impl ModelBuilder {
                     subscribed[t as usize] = true;
                 }
                 marked = Some(Arc::clone(&topics));
+            }
+            if !spec.held.is_empty() {
+                debug_assert!(spec.owned.is_empty(), "held and owned claims together");
+                debug_assert!(spec.held.windows(2).all(|w| w[0] < w[1]));
+                debug_assert!(spec
+                    .held
+                    .last()
+                    .is_some_and(|&p| (p as usize) < num_partitions));
+                let subscribed_claims = subscribed_runs(&offsets, &subscribed, &spec.held);
+                members.push(Member {
+                    id: spec.id,
+                    instance_id: spec.instance_id,
+                    topics,
+                    claims: spec.held,
+                    subscribed_claims,
+                    generation: spec.generation,
+                    rack: spec.rack,
+                });
+                continue;
             }
             let mut claims = Vec::with_capacity(spec.owned.len());
             let mut subscribed_claims = Vec::with_capacity(spec.owned.len());
@@ -317,6 +349,22 @@ impl ModelBuilder {
             racks,
         })
     }
+}
+
+/// The claims of `held` (ascending dense ids) on topics marked in `subscribed`, in
+/// order. Copied a topic's run at a time: a kept plan holds long runs of one topic.
+fn subscribed_runs(offsets: &[DenseId], subscribed: &[bool], held: &[DenseId]) -> Vec<DenseId> {
+    let mut out = Vec::with_capacity(held.len());
+    let mut start = 0;
+    while start < held.len() {
+        let t = offsets.partition_point(|&o| o <= held[start]) - 1;
+        let end = start + held[start..].partition_point(|&p| p < offsets[t + 1]);
+        if subscribed[t] {
+            out.extend_from_slice(&held[start..end]);
+        }
+        start = end;
+    }
+    out
 }
 
 /// Rack names interned in sorted order; `None` when no member has a rack or no
@@ -474,6 +522,61 @@ mod tests {
         let mut b = builder();
         b.push_member(MemberSpec::default());
         assert_eq!(b.build().unwrap_err(), AssignError::EmptyMemberId);
+    }
+
+    proptest::proptest! {
+        /// Held claims (dense ids) build the members owned claims build, whichever
+        /// members pass which (`mask` bit i: member i passes held ones).
+        #[test]
+        fn held_claims_build_what_owned_claims_build(
+            sizes in proptest::collection::vec(0i64..6, 1..5),
+            members in proptest::collection::vec(
+                (proptest::collection::vec(0u32..5, 0..5), proptest::collection::vec(0u32..30, 0..12)),
+                0..7,
+            ),
+            mask in 0u32..128,
+        ) {
+            let topics: Vec<(String, i64)> =
+                sizes.iter().enumerate().map(|(i, &n)| (format!("t{i}"), n)).collect();
+            let mut offsets = vec![0u32];
+            for &n in &sizes {
+                offsets.push(offsets.last().unwrap() + n as u32);
+            }
+            let total = *offsets.last().unwrap();
+            let build = |mask: u32| {
+                let mut b = ModelBuilder::new(topics.clone()).unwrap();
+                assert!(b.same_topics(&b.topic_names.clone(), &offsets));
+                for (i, (subscription, claims)) in members.iter().enumerate() {
+                    let mut dense: Vec<DenseId> =
+                        claims.iter().copied().filter(|&p| p < total).collect();
+                    dense.sort_unstable();
+                    dense.dedup();
+                    let mut spec = MemberSpec {
+                        id: format!("m{i}"),
+                        topics: subscription
+                            .iter()
+                            .copied()
+                            .filter(|&t| (t as usize) < sizes.len())
+                            .collect(),
+                        ..Default::default()
+                    };
+                    if mask & (1 << i) != 0 {
+                        spec.held = dense;
+                    } else {
+                        spec.owned = dense
+                            .iter()
+                            .map(|&p| {
+                                let t = offsets.partition_point(|&o| o <= p) - 1;
+                                (t as TopicId, i64::from(p - offsets[t]))
+                            })
+                            .collect();
+                    }
+                    b.push_member(spec);
+                }
+                b.build().unwrap().members
+            };
+            proptest::prop_assert_eq!(build(mask), build(0));
+        }
     }
 
     #[test]

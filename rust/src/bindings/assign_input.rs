@@ -351,6 +351,7 @@ pub fn member_from_view(
         instance_id: None,
         topics,
         owned: Vec::new(),
+        held: Vec::new(),
         generation: view.generation_id,
         rack: view.rack_id.map(str::to_owned),
     };

@@ -6,7 +6,8 @@
 //! `_core.ServerTarget`: the same, with the target assignment kept here between calls
 //! (a coordinator recomputes its group's target on every change): the previous target
 //! is not read back from a million Python ints, which at 10,000 members was most of
-//! the time of a recomputation after one member left.
+//! the time of a recomputation after one member left, and members whose partitions
+//! did not change get a copy of their kept dict rather than one built anew.
 
 use super::assign_input::{as_dict, read_partition_racks, read_topics};
 use super::errors::{from_assign_error, invalid_input, py_repr};
@@ -45,15 +46,69 @@ pub fn assign_server<'py>(
     result(py, &ran)
 }
 
+/// `plain_current(current)`: whether every value of the dict `current` is a dict (exactly:
+/// a subclass may iterate otherwise) whose keys are all str, the shape `ServerAssignor.assign` requires of a current target.
+/// True lets it skip its own check of every topic key (a million for range's result at
+/// 10,000 members); False says nothing, and that check then runs and reports.
+#[pyfunction]
+pub fn plain_current(current: &Bound<'_, PyDict>) -> bool {
+    // SAFETY: `current` is a live dict, values are checked to be dicts before being
+    // walked, and the GIL is held throughout.
+    unsafe {
+        all_items(current.as_ptr(), |_, held| {
+            ffi::PyDict_CheckExact(held) != 0
+                && all_items(held, |topic, _| ffi::PyUnicode_Check(topic) != 0)
+        })
+    }
+}
+
+/// Whether `ok(key, value)` holds for every item of `dict`, walked with PyDict_Next's
+/// borrowed references: PyO3's iterator takes and drops two references per item, most
+/// of the time of a million keys. `ok` must not call into Python (no dict may change).
+///
+/// # Safety
+/// `dict` is a live dict and the GIL is held.
+unsafe fn all_items(
+    dict: *mut ffi::PyObject,
+    mut ok: impl FnMut(*mut ffi::PyObject, *mut ffi::PyObject) -> bool,
+) -> bool {
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key = std::ptr::null_mut();
+    let mut value = std::ptr::null_mut();
+    while ffi::PyDict_Next(dict, &mut pos, &mut key, &mut value) != 0 {
+        if !ok(key, value) {
+            return false;
+        }
+    }
+    true
+}
+
 /// `ServerTarget(kind)`: a group's target assignment, kept between computations.
+///
+/// While the topic table stays the same (names and partition counts), the next
+/// computation is incremental at both ends: members' kept partitions go into the model
+/// as dense ids without conversion or checks ([`MemberSpec::held`]), and a member whose
+/// partitions did not change gets a copy of its kept `{topic: partitions}` dict instead
+/// of one built anew (after one member of 10,000 leaves, that is all but a hundred with
+/// `uniform` and all of them with `range`).
 #[pyclass(name = "ServerTarget", module = "groupcoord._core")]
 pub struct ServerTargetPy {
     algorithm: ServerAlgorithm,
     kind: String,
-    /// the topics of the kept target, by the index `held` uses
+    /// the kept target's topic table: names in dense order and their dense offsets
     topic_names: Vec<String>,
-    /// member id -> its partitions in the kept target, as (index in `topic_names`, partition)
-    held: FxHashMap<String, Vec<(u32, i64)>>,
+    offsets: Vec<DenseId>,
+    /// member id -> its part of the kept target
+    held: FxHashMap<String, Held>,
+}
+
+/// One member's part of a kept target.
+struct Held {
+    /// dense ids of the kept topic table, ascending
+    plan: Vec<DenseId>,
+    /// `{topic: partitions}` as built for it; private (callers get copies), so it
+    /// still says what `plan` says however callers change theirs
+    dict: Py<PyDict>,
 }
 
 #[pymethods]
@@ -64,6 +119,7 @@ impl ServerTargetPy {
             algorithm: algorithm(py, kind)?,
             kind: kind.to_owned(),
             topic_names: Vec::new(),
+            offsets: Vec::new(),
             held: FxHashMap::default(),
         })
     }
@@ -85,18 +141,34 @@ impl ServerTargetPy {
             members,
             Current::Kept {
                 topic_names: &self.topic_names,
+                offsets: &self.offsets,
                 held: &self.held,
             },
             partition_racks,
         )?;
-        let out = result(py, &ran)?;
-        self.keep(&ran.model, &ran.plan);
+        // a kept dict says the same only when dense ids mean the same partitions
+        let reuse = |m: usize, partitions: &[DenseId]| {
+            let held = self.held.get(&ran.model.members[m].id)?;
+            (ran.same_topics && held.plan == partitions).then(|| held.dict.bind(py).clone())
+        };
+        let (out, dicts) = kept_result(py, &ran, reuse)?;
+        let Ran { model, plan, .. } = ran;
+        self.held = model
+            .members
+            .into_iter()
+            .zip(plan)
+            .zip(dicts)
+            .map(|((member, plan), dict)| (member.id, Held { plan, dict }))
+            .collect();
+        self.topic_names = model.topic_names;
+        self.offsets = model.offsets;
         Ok(out)
     }
 
     /// Forget the kept target (the next `assign` starts fresh).
     fn clear(&mut self) {
         self.topic_names.clear();
+        self.offsets.clear();
         self.held.clear();
     }
 
@@ -115,28 +187,8 @@ impl ServerTargetPy {
             "ServerTarget({:?}, members={}, partitions={})",
             self.kind,
             self.held.len(),
-            self.held.values().map(Vec::len).sum::<usize>()
+            self.held.values().map(|h| h.plan.len()).sum::<usize>()
         )
-    }
-}
-
-impl ServerTargetPy {
-    fn keep(&mut self, model: &GroupModel, plan: &[Vec<DenseId>]) {
-        self.topic_names.clone_from(&model.topic_names);
-        self.held.clear();
-        for (member, partitions) in model.members.iter().zip(plan) {
-            let mut t = 0usize;
-            let held = partitions
-                .iter()
-                .map(|&p| {
-                    while model.offsets[t + 1] <= p {
-                        t += 1;
-                    }
-                    (t as u32, i64::from(p - model.offsets[t]))
-                })
-                .collect();
-            self.held.insert(member.id.clone(), held);
-        }
     }
 }
 
@@ -153,7 +205,8 @@ enum Current<'a, 'py> {
     /// a [`ServerTargetPy`]'s
     Kept {
         topic_names: &'a [String],
-        held: &'a FxHashMap<String, Vec<(u32, i64)>>,
+        offsets: &'a [DenseId],
+        held: &'a FxHashMap<String, Held>,
     },
 }
 
@@ -166,6 +219,8 @@ struct Ran<'py> {
     plan: Plan,
     names: Vec<Bound<'py, PyString>>,
     keys: FxHashMap<String, Bound<'py, PyString>>,
+    /// whether the model's topic table is the kept target's (dense ids mean the same)
+    same_topics: bool,
 }
 
 /// Read the group and run the algorithm.
@@ -181,15 +236,20 @@ fn run<'py>(
     let members = as_dict(members, "members")?;
     // range ignores the current assignment (as Kafka's), so it is not even read: at
     // 10,000 members its million single-partition entries cost more than assigning
-    let current = if algorithm == ServerAlgorithm::Range {
-        Current::Nothing
-    } else {
-        current
-    };
+    let read_claims = algorithm != ServerAlgorithm::Range;
     let (mut builder, names) = read_topics(&topics)?;
-    // a kept target names topics by index: their ids in this model, looked up once
+    let same_topics = match &current {
+        Current::Kept {
+            topic_names,
+            offsets,
+            ..
+        } => builder.same_topics(topic_names, offsets),
+        _ => false,
+    };
+    // a kept target of another topic table names topics by index: their ids in this
+    // model, looked up once
     let kept_topics: Vec<Option<TopicId>> = match &current {
-        Current::Kept { topic_names, .. } => {
+        Current::Kept { topic_names, .. } if read_claims && !same_topics => {
             topic_names.iter().map(|n| builder.topic_id(n)).collect()
         }
         _ => Vec::new(),
@@ -238,19 +298,20 @@ fn run<'py>(
             spec.instance_id = Some(instance.extract()?);
         }
         match &current {
+            _ if !read_claims => {}
             Current::Nothing => {}
             Current::Given(current) => {
                 if let Some(held) = current.get_item(&member_id)? {
                     read_held(&builder, &member_id, &held, &mut spec.owned)?;
                 }
             }
-            Current::Kept { held, .. } => {
+            Current::Kept { offsets, held, .. } => {
                 if let Some(held) = held.get(&id) {
-                    spec.owned.reserve(held.len());
-                    spec.owned.extend(
-                        held.iter()
-                            .filter_map(|&(t, p)| kept_topics[t as usize].map(|t| (t, p))),
-                    );
+                    if same_topics {
+                        spec.held.clone_from(&held.plan);
+                    } else {
+                        spec.owned = kept_claims(offsets, &kept_topics, &held.plan);
+                    }
                 }
             }
         }
@@ -268,38 +329,114 @@ fn run<'py>(
         plan,
         names,
         keys,
+        same_topics,
     })
+}
+
+/// A kept plan (dense ids of the kept table, `offsets`) as claims on this model's
+/// topics: `kept_topics` maps kept topic indexes to this model's ids (`None`: gone).
+fn kept_claims(
+    offsets: &[DenseId],
+    kept_topics: &[Option<TopicId>],
+    plan: &[DenseId],
+) -> Vec<(TopicId, i64)> {
+    let mut t = 0usize;
+    let mut owned = Vec::with_capacity(plan.len());
+    for &p in plan {
+        while offsets[t + 1] <= p {
+            t += 1;
+        }
+        if let Some(id) = kept_topics[t] {
+            owned.push((id, i64::from(p - offsets[t])));
+        }
+    }
+    owned
 }
 
 /// `{member_id: {topic: (partition, ...)}}` of a plan.
 fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
-    let (model, names, keys) = (&ran.model, &ran.names, &ran.keys);
-    let plan = &ran.plan;
     let result = PyDict::new(py);
     let mut runs = RunTuples::default();
-    for (member, partitions) in model.members.iter().zip(plan) {
-        let assignment = PyDict::new(py);
-        let mut t = 0usize;
-        let mut start = 0usize;
-        // partitions are ascending: one tuple per run of the same topic
-        while start < partitions.len() {
-            while model.offsets[t + 1] <= partitions[start] {
-                t += 1;
-            }
-            let end = start
-                + partitions[start..]
-                    .iter()
-                    .take_while(|&&p| p < model.offsets[t + 1])
-                    .count();
-            let first = model.offsets[t];
-            let numbers = partitions[start..end].iter().map(|&p| p - first);
-            assignment.set_item(&names[t], runs.tuple(py, numbers, end - start)?)?;
-            start = end;
-        }
-        result.set_item(&keys[&member.id], assignment)?;
+    for (member, partitions) in ran.model.members.iter().zip(&ran.plan) {
+        let assignment = member_dict(py, ran, partitions, &mut runs)?;
+        result.set_item(&ran.keys[&member.id], assignment)?;
     }
     Ok(result)
 }
+
+/// [`result`] for a kept target: each member's dict is `reuse(member index, its
+/// partitions)` when that gives one, else built; the result holds copies, and the
+/// dicts (by member index) are returned to be kept.
+fn kept_result<'py>(
+    py: Python<'py>,
+    ran: &Ran<'py>,
+    reuse: impl Fn(usize, &[DenseId]) -> Option<Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyDict>, Vec<Py<PyDict>>)> {
+    let result = PyDict::new(py);
+    let mut runs = RunTuples::default();
+    let mut kept = Vec::with_capacity(ran.plan.len());
+    for (m, (member, partitions)) in ran.model.members.iter().zip(&ran.plan).enumerate() {
+        let assignment = match reuse(m, partitions) {
+            Some(dict) => dict,
+            None => member_dict(py, ran, partitions, &mut runs)?,
+        };
+        result.set_item(&ran.keys[&member.id], assignment.copy()?)?;
+        kept.push(assignment.unbind());
+    }
+    Ok((result, kept))
+}
+
+/// One member's `{topic: (partition, ...)}` of ascending dense ids, topics in dense order.
+fn member_dict<'py>(
+    py: Python<'py>,
+    ran: &Ran<'py>,
+    partitions: &[DenseId],
+    runs: &mut RunTuples<'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (offsets, names) = (&ran.model.offsets, &ran.names);
+    // partitions are ascending: one (topic, start, end) per run of the same topic
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+    let mut t = 0usize;
+    let mut start = 0usize;
+    while start < partitions.len() {
+        while offsets[t + 1] <= partitions[start] {
+            t += 1;
+        }
+        let end = start
+            + partitions[start..]
+                .iter()
+                .take_while(|&&p| p < offsets[t + 1])
+                .count();
+        spans.push((t, start, end));
+        start = end;
+    }
+    let numbers = |&(t, start, end): &(usize, usize, usize)| {
+        let first = offsets[t];
+        partitions[start..end].iter().map(move |&p| p - first)
+    };
+    // Range gives each of its first members the same partition of every topic: one
+    // tuple for hundreds of topics, a dict `dict.fromkeys` builds presized in one call
+    // (inserting a thousand keys one by one resizes it seven times)
+    if spans.len() >= SAME_VALUE_MIN && spans.iter().all(|s| numbers(s).eq(numbers(&spans[0]))) {
+        let (_, start, end) = spans[0];
+        let value = runs.tuple(py, numbers(&spans[0]), end - start)?;
+        let keys = runs.keys(py, names, spans.iter().map(|&(t, _, _)| t))?;
+        return Ok(py
+            .get_type::<PyDict>()
+            .call_method1(intern!(py, "fromkeys"), (keys, value))?
+            .cast_into::<PyDict>()?);
+    }
+    let assignment = PyDict::new(py);
+    for span in &spans {
+        let (t, start, end) = *span;
+        assignment.set_item(&names[t], runs.tuple(py, numbers(span), end - start)?)?;
+    }
+    Ok(assignment)
+}
+
+/// Members with this many topics or more, all holding one tuple, get their dict from
+/// `dict.fromkeys` (below it, a call costs more than the inserts).
+const SAME_VALUE_MIN: usize = 16;
 
 /// Builds the partition tuples of a result, sharing what can be shared: a tuple is
 /// immutable, so every run `start..start + len` of consecutive partition numbers is one
@@ -309,7 +446,11 @@ fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> 
 #[derive(Default)]
 struct RunTuples<'py> {
     ints: Vec<Option<Bound<'py, PyAny>>>,
+    /// `(n,)` by `n`: the million runs of range are these, looked up without hashing
+    singles: Vec<Option<Bound<'py, PyTuple>>>,
     consecutive: rustc_hash::FxHashMap<(u32, usize), Bound<'py, PyTuple>>,
+    /// the last keys dict [`Self::keys`] built, and its topics
+    last_keys: Option<(Vec<usize>, Bound<'py, PyDict>)>,
 }
 
 impl<'py> RunTuples<'py> {
@@ -326,6 +467,28 @@ impl<'py> RunTuples<'py> {
         Ok(i)
     }
 
+    /// `{names[t]: None}` for the topics `topics` (in that order), the keys of a member's
+    /// dict; members in a row mostly have the same ones, so the last is reused.
+    fn keys(
+        &mut self,
+        py: Python<'py>,
+        names: &[Bound<'py, PyString>],
+        topics: impl Iterator<Item = usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let topics: Vec<usize> = topics.collect();
+        if let Some((last, keys)) = &self.last_keys {
+            if *last == topics {
+                return Ok(keys.clone());
+            }
+        }
+        let keys = PyDict::new(py);
+        for &t in &topics {
+            keys.set_item(&names[t], py.None())?;
+        }
+        self.last_keys = Some((topics, keys.clone()));
+        Ok(keys)
+    }
+
     /// `numbers`: ascending partition numbers, `len` of them.
     fn tuple(
         &mut self,
@@ -335,6 +498,18 @@ impl<'py> RunTuples<'py> {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let mut it = numbers.clone();
         let first = it.next().expect("runs are non-empty");
+        if len == 1 {
+            let n = first as usize;
+            if self.singles.len() <= n {
+                self.singles.resize(n + 1, None);
+            }
+            if let Some(t) = &self.singles[n] {
+                return Ok(t.clone());
+            }
+            let tuple = untracked(PyTuple::new(py, [self.int(py, first)?])?);
+            self.singles[n] = Some(tuple.clone());
+            return Ok(tuple);
+        }
         let last = it.last().unwrap_or(first);
         let consecutive = (last - first) as usize + 1 == len;
         if consecutive {
@@ -345,12 +520,23 @@ impl<'py> RunTuples<'py> {
         let items = numbers
             .map(|n| self.int(py, n))
             .collect::<PyResult<Vec<_>>>()?;
-        let tuple = PyTuple::new(py, items)?;
+        let tuple = untracked(PyTuple::new(py, items)?);
         if consecutive {
             self.consecutive.insert((first, len), tuple.clone());
         }
         Ok(tuple)
     }
+}
+
+/// `tuple` (of ints) untracked by the cycle collector: ints cannot form a cycle, and
+/// CPython untracks such tuples at their first collection anyway. Born untracked, they
+/// also leave the dicts holding them untracked (a dict is tracked once it holds a
+/// tracked object), so the collections a result's ten thousand dicts would trigger do
+/// not scan a million entries.
+fn untracked(tuple: Bound<'_, PyTuple>) -> Bound<'_, PyTuple> {
+    // SAFETY: `tuple` is a live, GC-tracked tuple we just made and hold.
+    unsafe { ffi::PyObject_GC_UnTrack(tuple.as_ptr().cast()) };
+    tuple
 }
 
 /// An exact `int` that fits an int32, read without PyO3's conversion machinery; `None`

@@ -19,6 +19,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
     m.add_function(wrap_pyfunction!(assign_server::assign_server, m)?)?;
+    m.add_function(wrap_pyfunction!(assign_server::plain_current, m)?)?;
     m.add_class::<assign_server::ServerTargetPy>()?;
     timer::register(m)?;
     Ok(())
