@@ -378,7 +378,7 @@ class MemberMachine:
         if commit is not None:
             # commit()'s queue entry and _emit_commits' request, in one step
             correlation = next(self._correlations)
-            request = build.commit_request(
+            commit_request = build.commit_request(
                 version=self._version(OffsetCommitRequest),
                 correlation=correlation,
                 group_id=self.config.group_id,
@@ -388,9 +388,9 @@ class MemberMachine:
                 offsets=commit,
                 like=self._last_commit,
             )
-            self._last_commit = request
-            self._inflight[correlation] = _InFlight(request, commit=CommitHandle(commit))
-            out.append(request)
+            self._last_commit = commit_request
+            self._inflight[correlation] = _InFlight(commit_request, commit=CommitHandle(commit))
+            out.append(commit_request)
         heartbeat_due = t.heartbeat_due_ms
         if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
             if now_ms >= heartbeat_due:
