@@ -220,3 +220,50 @@ def test_poll_idle_is_poll_when_nothing_is_due(monkeypatch: pytest.MonkeyPatch) 
     result = run(Scenario.from_dict(_CHURN).replace(**light), seed=7)
     assert result.summary["rebalances"] > 3
     assert calls["idle"] > 1000 and calls["declined"] > 100 and calls["heartbeats"] > 100, calls
+
+
+def test_poll_idle_commit_is_poll_commit_and_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    """poll_idle_commit either declines and changes nothing, or does exactly what poll(),
+    commit() of the offsets, next_requests() (the commit, then the heartbeat if one is due)
+    and next_deadline() would (the simulator's auto-commits)."""
+    calls = {"taken": 0, "declined": 0, "heartbeats": 0}
+    fast = MemberMachine.poll_idle_commit
+
+    def poll_idle_commit(
+        self: MemberMachine, offsets: dict[Any, int], now_ms: int, out: list[Any]
+    ) -> int | None:
+        safe = not (self._commits or self._fetches)  # no handle a twin could touch
+        before = _twin(self, iter(()))
+        assert out == []
+        got = fast(self, offsets, now_ms, out)
+        if got is None:
+            calls["declined"] += 1
+            assert out == []
+            assert _state(self) == _state(before)
+            assert self._last_commit is before._last_commit
+            return got
+        assert safe
+        twin = _twin(before, itertools.chain([r.correlation for r in out], itertools.count(-1)))
+        twin.poll(now_ms)
+        twin.commit(offsets, now_ms)
+        assert _reference_next_requests(twin, now_ms) == out
+        assert got == _reference_next_deadline(twin)
+        assert _state(self) == _state(twin)
+        assert self._last_commit == twin._last_commit
+        assert [
+            dict(e.commit.offsets) for e in self._inflight.values() if e.commit is not None
+        ] == [dict(e.commit.offsets) for e in twin._inflight.values() if e.commit is not None]
+        calls["taken"] += 1
+        calls["heartbeats"] += len(out) - 1
+        return got
+
+    monkeypatch.setattr(MemberMachine, "poll_idle_commit", poll_idle_commit)
+    # records rarer than heartbeats: a heartbeat's wake-up is often the poll that commits
+    light = {
+        "workload.record_time_ms": {"dist": "uniform", "low": 0.5, "high": 30},
+        "workload.records_per_second_per_partition": 0.3,
+        "consumer.auto_commit_interval_ms": 1000,
+    }
+    result = run(Scenario.from_dict(_CHURN).replace(**light), seed=7)
+    assert result.summary["rebalances"] > 3
+    assert calls["taken"] > 100 and calls["declined"] > 0 and calls["heartbeats"] > 0, calls

@@ -362,3 +362,59 @@ def test_members_that_process_stay_lazy_across_answers(
     # with 1 ms records most heartbeats' and commits' answers left their process lazy;
     # with long ones many arrive during a batch, whose end is the next step
     assert counts[0] > (heartbeats // 2 if not overrides else heartbeats // 10), counts
+
+
+@contextmanager
+def _commit_paths() -> Iterator[list[tuple[int, int]]]:
+    """(auto-commits sent by one machine call, OffsetCommits the coordinator took quietly)
+    in the runs made inside."""
+    counts: list[tuple[int, int]] = []
+
+    class Counting(Engine):
+        def run(self) -> Any:
+            recorder = super().run()
+            counts.append((self.quick_commits, self.quiet_commits))
+            return recorder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groupcoord.sim, "Engine", Counting)
+        yield counts
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"group.static": True, "consumer.auto_commit_interval_ms": 700},
+        {
+            "timeline": [
+                {"at_s": 20, "action": "pause", "duration_s": 8, "count": 1},
+                {"at_s": 30, "action": "join", "count": 2},
+                {"at_s": 40, "action": "network_partition", "duration_s": 3, "count": 1},
+                {"at_s": 50, "action": "restart", "count": 2, "downtime_s": 1},
+                {"at_s": 60, "action": "coordinator_failover", "downtime_s": 1},
+                {"at_s": 70, "action": "crash", "count": 1},
+            ]
+        },
+    ],
+    ids=["default-workload", "static-short-interval", "faults"],
+)
+def test_auto_commits_take_the_quiet_paths_and_change_nothing(overrides: dict[str, Any]) -> None:
+    """Auto-commits of stable members are sent by ``MemberMachine.poll_idle_commit`` and
+    taken by ``GroupCoordinator.quiet_offset_commit`` in the lazy engine; the outputs are
+    the eager engine's (which sends and handles every one the full way)."""
+    scenario = Scenario.from_dict(
+        {
+            "duration_s": 90,
+            "group": {"members": 6, "topics": {"t": 6}},
+            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 6}},
+        }
+    ).replace(**overrides)
+    with _commit_paths() as counts:
+        lazy = run(scenario, 11, check_invariants=True)
+    eager = run(scenario, 11, lazy=False)
+    _same(lazy, eager)
+    quick, quiet = counts[0]
+    # six members commit every 5 s (0.7 s) for most of the 90 s
+    expected = 6 * 90_000 // scenario.consumer.auto_commit_interval_ms
+    assert quick > expected // 2 and quiet > expected // 2, (counts, expected)

@@ -16,6 +16,7 @@ memory (only persisted offsets, as Kafka reads its last committed state).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from groupcoord.coordinator.consumer_group import ConsumerGroup
@@ -35,7 +36,7 @@ from groupcoord.coordinator.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from groupcoord.coordinator.offsets import OffsetAndMetadata, OffsetsRecord
+from groupcoord.coordinator.offsets import OffsetAndMetadata, OffsetsRecord, StoreRecord
 from groupcoord.coordinator.rebalance import Rebalancer
 from groupcoord.coordinator.retention import arm_after_commit
 from groupcoord.coordinator.states import GroupState
@@ -51,7 +52,7 @@ from groupcoord.errors import (
 )
 from groupcoord.types import TopicPartition
 
-__all__ = ["handle_offset_commit", "handle_offset_fetch"]
+__all__ = ["handle_offset_commit", "handle_offset_fetch", "quiet_offset_commit"]
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -235,6 +236,13 @@ def _respond(
     answered twice, as Kafka's OffsetMetadataManager answers). ``in_order``: ``results``
     holds each partition of the request once, in its order (cheaper to read than the
     request: no key is built)."""
+    rb.out.append(_response(req, results, in_order))
+
+
+def _response(
+    req: OffsetCommitRequest, results: dict[TopicPartition, ErrorClass], in_order: bool
+) -> OffsetCommitResponse:
+    """``_respond``'s answer."""
     if in_order:
         by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
         for tp, e in results.items():
@@ -259,9 +267,64 @@ def _respond(
             )
             for t in req.topics
         )
-    rb.out.append(
-        OffsetCommitResponse(version=req.version, correlation=req.correlation, topics=topics)
-    )
+    return OffsetCommitResponse(version=req.version, correlation=req.correlation, topics=topics)
+
+
+def quiet_offset_commit(
+    rb: Rebalancer,
+    req: OffsetCommitRequest,
+    now: int,
+    write: Callable[[tuple[StoreRecord, ...]], bool],
+) -> OffsetCommitResponse | None:
+    """``handle_offset_commit``'s common case, for a coordinator with no deadline due at
+    ``now`` and nothing else to hand out (the caller checks that): a current member of a
+    Stable classic group commits in its generation, every partition named once, every
+    metadata within offset.metadata.max.bytes, and no topic view to check the partitions
+    against. Then do what ``handle_offset_commit`` and the shell's report of its record
+    do: move time to ``now``, refresh the member's session, hand the record to ``write``
+    (the shell's store: ``False`` if the write failed), keep the offsets if it did, and
+    return the answer. Otherwise change nothing and return ``None``."""
+    if rb.topic_view is not None or rb.dirty_consumer_groups:
+        return None
+    group_id = req.group_id
+    if group_id in rb.consumer_groups:
+        return None
+    group = rb.groups.get(group_id)
+    generation = req.generation_id_or_member_epoch
+    if group is None or group.state is not _STABLE or generation != group.generation_id:
+        return None
+    member_id, instance_id = req.member_id, req.group_instance_id
+    member = group.members.get(member_id)
+    # rb.validate_current_member, without its log line (a fenced member is handle()'s)
+    if member is None or (
+        instance_id is not None and group.static_members.get(instance_id) != member_id
+    ):
+        return None
+    requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
+    named = 0
+    for topic in req.topics:
+        name = topic.name
+        named += len(topic.partitions)
+        for p in topic.partitions:
+            requested[TopicPartition(name, p.partition_index)] = p
+    if named != len(requested) or (
+        len(req.topics) > 1 and len({t.name for t in req.topics}) != len(req.topics)
+    ):
+        return None  # a partition or topic named twice: handle()'s other answer order
+    results: dict[TopicPartition, ErrorClass] = dict.fromkeys(requested)
+    offsets = _accepted_offsets(rb, req, requested, results, now)
+    if not offsets or len(offsets) != len(requested):
+        return None  # metadata too long for some
+    rb.now = now
+    rb.schedule_heartbeat(group, member)
+    if write((OffsetsRecord(group_id, offsets),)):
+        group.offsets.update(offsets)
+        arm_after_commit(rb, group, offsets)
+    else:
+        log.warning("group %s: offset commit was not persisted", group_id)
+        for tp in offsets:
+            results[tp] = CoordinatorNotAvailableError
+    return _response(req, results, True)
 
 
 def _accepted_offsets(

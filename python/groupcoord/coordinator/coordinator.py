@@ -37,7 +37,11 @@ from groupcoord.coordinator.admin import (
     handle_describe_groups,
     handle_list_groups,
 )
-from groupcoord.coordinator.commits import handle_offset_commit, handle_offset_fetch
+from groupcoord.coordinator.commits import (
+    handle_offset_commit,
+    handle_offset_fetch,
+    quiet_offset_commit,
+)
 from groupcoord.coordinator.consumer_group import ConsumerGroupState, MemberState
 from groupcoord.coordinator.consumer_heartbeat import (
     arm_revocation,
@@ -69,12 +73,13 @@ from groupcoord.coordinator.messages import (
     LeaveGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     OffsetDeleteRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
 )
 from groupcoord.coordinator.offset_delete import handle_offset_delete
-from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState
+from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState, StoreRecord
 from groupcoord.coordinator.output import CoordinatorRequest, Output, WriteBatch
 from groupcoord.coordinator.rebalance import MemberIdFactory, OnPersisted, Rebalancer
 from groupcoord.coordinator.retention import arm_loaded_groups, on_retention_deadline
@@ -288,6 +293,37 @@ class GroupCoordinator:
             return True
         rb.now = before
         return False
+
+    def quiet_offset_commit(
+        self,
+        request: OffsetCommitRequest,
+        now_ms: int,
+        write: Callable[[tuple[StoreRecord, ...]], bool],
+    ) -> OffsetCommitResponse | None:
+        """OffsetCommit's common case for a shell that persists at once, without the
+        request's path through :meth:`handle`: if no deadline is due by ``now_ms``, no
+        record is waiting for its report, and the request is a current member's commit
+        to a Stable classic group in its generation (each partition named once, metadata
+        within bounds, no topic view), refresh the member's session, hand the offsets'
+        record to ``write`` (``False``: the write failed), keep the offsets if it
+        succeeded and return the answer: exactly what :meth:`handle`, the shell's write
+        and :meth:`persisted` would do and release. Otherwise change nothing and return
+        ``None`` (call :meth:`handle`). For drivers of many members in one process (the
+        simulator, through :meth:`SyncShell.quiet_offset_commit`). ``now_ms`` must not go
+        backwards (``ValueError``)."""
+        rb = self._rb
+        if now_ms != rb.now:
+            _check_time(rb, now_ms)
+        due = rb.expiry.next_deadline()
+        if (due is not None and due <= now_ms) or self._in_flight:
+            return None  # handle() would act on the deadline first; reports keep their order
+        batch_ids = self._batch_ids
+
+        def persist(records: tuple[StoreRecord, ...]) -> bool:
+            next(batch_ids)  # the batch handle() would have handed out
+            return write(records)
+
+        return quiet_offset_commit(rb, request, now_ms, persist)
 
     def tick(self, now_ms: int) -> Output:
         """Act on every deadline up to ``now_ms``; return what that released."""

@@ -18,7 +18,8 @@ from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import MemberListener, RebalanceListener
 from groupcoord.coordinator.listeners import Listeners
-from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, StoreError
+from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, StoreError, StoreRecord
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 from groupcoord.coordinator.rebalance import MemberIdFactory
 from groupcoord.coordinator.topics import TopicMetadata, TopicView
@@ -59,6 +60,15 @@ class SyncShell:
         """:meth:`GroupCoordinator.handle`, its records persisted: every response released."""
         return self._settle(self.coordinator.handle(request, now_ms), now_ms)
 
+    def quiet_offset_commit(
+        self, request: OffsetCommitRequest, now_ms: int
+    ) -> OffsetCommitResponse | None:
+        """:meth:`GroupCoordinator.quiet_offset_commit` with this shell's store: the answer
+        :meth:`handle` would release for an OffsetCommit in the common case (a current
+        member of a Stable group), its record written, or ``None`` (nothing changed: call
+        :meth:`handle`)."""
+        return self.coordinator.quiet_offset_commit(request, now_ms, self._write)
+
     def tick(self, now_ms: int) -> list[CoordinatorResponse]:
         return self._settle(self.coordinator.tick(now_ms), now_ms)
 
@@ -93,15 +103,18 @@ class SyncShell:
             batch = output.writes
             if batch is None:
                 return responses
-            try:
-                self.store.write(batch.records)
-            except StoreError as e:
-                log.warning("store write failed: %s", e)
-                ok = False
-            else:
-                ok = True
+            ok = self._write(batch.records)
             output = self.coordinator.persisted(batch.batch_id, ok, now_ms)
             responses += output.responses
+
+    def _write(self, records: tuple[StoreRecord, ...]) -> bool:
+        """Write ``records`` to the store: ``False`` if it failed."""
+        try:
+            self.store.write(records)
+        except StoreError as e:
+            log.warning("store write failed: %s", e)
+            return False
+        return True
 
     def __repr__(self) -> str:
         return f"SyncShell({self.coordinator!r}, store={self.store!r})"

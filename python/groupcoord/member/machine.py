@@ -345,11 +345,52 @@ class MemberMachine:
         """
         if self.poll_idle_blocked():
             return None
+        return self._poll_quiet(now_ms, out, None)
+
+    def poll_idle_commit(
+        self, offsets: Mapping[TopicPartition, int], now_ms: int, out: list[AnyRequest]
+    ) -> int | None:
+        """:meth:`poll_idle` with a commit of ``offsets`` (not empty) made right after the
+        poll, or ``None``.
+
+        For a member that :meth:`poll_idle` would take, :meth:`poll`, :meth:`commit` of
+        ``offsets`` and :meth:`next_requests` would record the poll and send the commit
+        (and the heartbeat, if one is due, after it): then do that, append the requests
+        to ``out`` as :meth:`next_requests` would have returned them, and return
+        :meth:`next_deadline`. Otherwise change nothing and return ``None``. Raises as
+        :meth:`commit` does for malformed offsets. For runners that auto-commit from
+        their poll loop (the simulator)."""
+        clean = checked_offsets(offsets)
+        if not clean or self._f.membership_lost or self.poll_idle_blocked():
+            return None
+        return self._poll_quiet(now_ms, out, clean)
+
+    def _poll_quiet(
+        self, now_ms: int, out: list[AnyRequest], commit: dict[TopicPartition, int] | None
+    ) -> int | None:
+        """:meth:`poll_idle` and :meth:`poll_idle_commit` once the member is known to be
+        stable and idle."""
         t = self._t
         best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
         if now_ms >= best or now_ms >= t.last_poll_ms + self.config.max_poll_interval_ms:
             return None  # a timeout is due
         t.last_poll_ms = now_ms
+        if commit is not None:
+            # commit()'s queue entry and _emit_commits' request, in one step
+            correlation = next(self._correlations)
+            commit_request = build.commit_request(
+                version=self._version(OffsetCommitRequest),
+                correlation=correlation,
+                group_id=self.config.group_id,
+                generation_id=self._generation_id,
+                member_id=self.member_id,
+                group_instance_id=self.config.group_instance_id,
+                offsets=commit,
+                like=self._last_commit,
+            )
+            self._last_commit = commit_request
+            self._inflight[correlation] = _InFlight(commit_request, commit=CommitHandle(commit))
+            out.append(commit_request)
         heartbeat_due = t.heartbeat_due_ms
         if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
             if now_ms >= heartbeat_due:

@@ -82,7 +82,10 @@ member that processes records is lazy between its exchanges; an answer's arrival
 queue the process's next wake-up until its step has decided whether it is still wanted.
 And a heartbeat request that the coordinator can take quietly
 (:meth:`~groupcoord.coordinator.GroupCoordinator.quiet_heartbeat`) skips ``handle``: the
-engine builds the answer ``handle`` would have.
+engine builds the answer ``handle`` would have; so does an OffsetCommit (an auto-commit)
+that it can take quietly
+(:meth:`~groupcoord.coordinator.GroupCoordinator.quiet_offset_commit`: the session
+refreshed, the offsets written to the store and kept, the answer built).
 
 **The heartbeat lane** (also ``lazy=True``). A member with the heartbeat thread and no
 application work of its own (no records to process: none produced, or no partition) that
@@ -134,6 +137,7 @@ from groupcoord.coordinator.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
+    OffsetCommitRequest,
     SyncGroupRequest,
 )
 from groupcoord.coordinator.output import CoordinatorResponse
@@ -375,11 +379,16 @@ class Engine:
         # The heartbeat lane (see "The heartbeat lane" in the module documentation): members
         # with the heartbeat thread and no application work of their own
         self._lane_ok: bool = lazy and self.thread
-        #: a heartbeat request that the coordinator can take quietly skips handle() (the
-        #: same state and answer; ``lazy=False`` keeps handle() for every request)
+        #: a heartbeat or OffsetCommit request that the coordinator can take quietly skips
+        #: handle() (the same state and answer; ``lazy=False`` keeps handle() for every
+        #: request)
         self._quiet_heartbeats: bool = lazy
         #: heartbeats answered in the lane
         self.lane_heartbeats = 0
+        #: auto-commits sent by one machine call (``MemberMachine.poll_idle_commit``)
+        self.quick_commits = 0
+        #: OffsetCommits the coordinator took quietly
+        self.quiet_commits = 0
         self._heartbeat_interval_ms: int = c.heartbeat_interval_ms
         self._session_timeout_ms: int = c.session_timeout_ms
         self._max_poll_interval_ms: int = c.max_poll_interval_ms
@@ -531,6 +540,15 @@ class Engine:
             )
             self._schedule_coordinator()
             return
+        if type(request) is OffsetCommitRequest and self._quiet_heartbeats:
+            # a current member's commit to the Stable group (an auto-commit): the answer
+            # handle() would release, the offsets stored, without its request path
+            answer = self._shell.quiet_offset_commit(request, self.now)
+            if answer is not None:
+                self.quiet_commits += 1
+                self._route([answer])
+                self._schedule_coordinator()
+                return
         self._route(self._shell.handle(request, self.now))
         if isinstance(request, SyncGroupRequest) and (
             coordinator.group_state(self.group_id) is GroupState.STABLE
@@ -1327,7 +1345,21 @@ class Engine:
             self._close_now(process)
             closing = True
         in_poll = busy_until is None and not closing
-        if in_poll:
+        quick_commit = False
+        if (
+            in_poll
+            and self._quiet_heartbeats  # (lazy=False: the reference keeps the full path)
+            and not process.buffered
+            and not process.fetches
+            and self._auto_commit
+            and now >= process.next_auto_commit_ms
+            and not process.poll_expired_seen
+            and process.cut_until is None
+        ):
+            # the auto-commit of a stable, idle member (the usual reason a poll takes this
+            # path): poll(), commit() and next_requests() in one machine call
+            quick_commit = self._quick_auto_commit(process)
+        if in_poll and not quick_commit:
             if process.buffered:
                 self._read_buffered(process)
                 if not process.alive:
@@ -1341,7 +1373,7 @@ class Engine:
                 process.next_auto_commit_ms = now + self._auto_commit_interval_ms
                 self._commit_positions(process, only_changed=True)
         io = self.thread or in_poll or closing
-        if io:
+        if io and not quick_commit:
             self._network(process)
             # answers read while in poll() may queue listener calls: poll() runs them now
             if in_poll and machine.has_callbacks:
@@ -1400,6 +1432,30 @@ class Engine:
             ) and self._go_lazy(process, at, deadline):
                 return
         self._set_wake(process, at)
+
+    def _quick_auto_commit(self, process: Process) -> bool:
+        """The auto-commit falls due in a poll of a machine that is stable and idle:
+        ``MemberMachine.poll_idle_commit`` polls, commits what was consumed and sends it
+        (and a heartbeat if one is due), as ``poll``, ``_commit_positions`` and
+        ``_network`` would; ``False`` (nothing done) when it declines."""
+        committed = process.committed_positions
+        offsets = {
+            tp: o.position
+            for tp, o in process.owned.items()
+            if o.position is not None and committed.get(tp) != o.position
+        }
+        if not offsets:
+            return False
+        now, sent = self.now, self._sent
+        if process.machine.poll_idle_commit(offsets, now, sent) is None:
+            return False
+        process.next_auto_commit_ms = now + self._auto_commit_interval_ms
+        committed.update(offsets)
+        self.quick_commits += 1
+        for request in sent:
+            self._send(process, request)
+        sent.clear()
+        return True
 
     def _watch_machine(self, process: Process) -> None:
         machine = process.machine

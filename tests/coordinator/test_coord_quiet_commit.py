@@ -1,0 +1,250 @@
+"""``GroupCoordinator.quiet_offset_commit`` (through ``SyncShell.quiet_offset_commit``) does
+exactly what ``handle(OffsetCommitRequest)`` and the shell's write do whenever it accepts,
+and nothing when it declines.
+
+Two coordinators are driven by the same hypothesis-drawn script (members joining, syncing,
+heartbeating, committing with right and wrong generations, ids and instance ids, a
+partition named twice, metadata too long, v0 commits, leaving, writes failing, and time
+passing past session and rebalance deadlines): one handles every request, the other tries
+``quiet_offset_commit`` first for commits and handles the request only when it declines.
+After every step both have released the same responses, and hold the same groups,
+deadlines, committed offsets, stored offsets and batch numbering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coord_harness import FakeMember, Harness, rebalance
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from groupcoord.coordinator import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+
+CONFIG = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 1000,
+    "offset.metadata.max.bytes": 8,
+}
+GROUP = "g"
+
+STEP = st.one_of(
+    st.tuples(st.just("join"), st.integers(0, 3)),
+    st.tuples(st.just("sync"), st.integers(0, 3)),
+    st.tuples(st.just("heartbeat"), st.integers(0, 3)),
+    st.tuples(
+        st.just("commit"),
+        st.integers(0, 3),
+        st.sampled_from(
+            [
+                "right",
+                "right",
+                "right",
+                "two-topics",
+                "old-generation",
+                "unknown-id",
+                "instance",
+                "twice",
+                "long-metadata",
+                "empty",
+                "v0",
+                "retention",
+            ]
+        ),
+        st.integers(0, 1_000),
+    ),
+    st.tuples(st.just("leave"), st.integers(0, 3)),
+    st.tuples(st.just("settle"), st.integers(1, 4)),
+    st.tuples(st.just("fail-writes"), st.booleans()),
+    st.tuples(st.just("advance"), st.sampled_from([1, 500, 2_000, 6_000, 12_000])),
+)
+
+
+class Twin:
+    """Harness ``a`` handles everything; ``b`` takes commits through quiet_offset_commit."""
+
+    def __init__(self, config: dict[str, object] = CONFIG) -> None:
+        self.a = Harness(config)
+        self.b = Harness(config)
+        self.quiet = 0
+
+    def send(self, request: Any) -> Any:
+        response = Harness.send(self.a, request)
+        if isinstance(request, OffsetCommitRequest):
+            b = self.b
+            answer = b.shell.quiet_offset_commit(request, b.now)
+            if answer is not None:
+                self.quiet += 1
+                # handle() released this answer and nothing else
+                assert self.a.released[-1:] == [answer]
+                assert len(self.a.released) == len(b.released) + 1
+                b.requests[request.correlation] = request
+                b._record([answer])
+                return response
+        self.b.send(request)
+        return response
+
+    def advance(self, ms: int) -> list[Any]:
+        self.b.advance(ms)
+        return Harness.advance(self.a, ms)
+
+    def wire(self) -> None:
+        """Requests and time handed to harness ``a`` (by FakeMember, rebalance) reach both."""
+        self.a.send = self.send  # type: ignore[method-assign]
+        self.a.advance = self.advance  # type: ignore[method-assign]
+
+    def check(self) -> None:
+        a, b = self.a, self.b
+        assert a.released == b.released
+        assert a.now == b.now
+        assert a.coord.now_ms == b.coord.now_ms
+        assert a.coord.snapshot(GROUP) == b.coord.snapshot(GROUP)
+        assert a.coord.next_deadline() == b.coord.next_deadline()
+        assert a.coord.committed_offsets(GROUP) == b.coord.committed_offsets(GROUP)
+        assert a.store.load() == b.store.load()
+        assert a.store.commits == b.store.commits
+        # the next batch number handed out
+        assert repr(a.coord._batch_ids) == repr(b.coord._batch_ids)
+        snapshot = a.coord.snapshot(GROUP)
+        if snapshot is not None:
+            ea, eb = a.coord._rb.expiry, b.coord._rb.expiry
+            for m in snapshot.members:
+                for kind in ("session", "join", "sync"):
+                    assert ea.deadline(GROUP, m.member_id, kind) == eb.deadline(
+                        GROUP, m.member_id, kind
+                    )
+
+
+def _commit(m: FakeMember, how: str, offset: int) -> None:
+    if how == "old-generation":
+        m.commit({("t", 0): offset}, generation_id_or_member_epoch=m.generation - 1)
+    elif how == "unknown-id":
+        m.commit({("t", 0): offset}, member_id=m.member_id + "x")
+    elif how == "instance":
+        m.commit({("t", 0): offset}, group_instance_id="other")
+    elif how == "two-topics":
+        m.commit({("t", 0): offset, ("t", 1): offset + 1, ("u", 2): offset})
+    elif how == "twice":
+        m.commit({}, topics=_twice_topics(offset))
+    elif how == "long-metadata":
+        m.commit({("t", 0): offset, ("t", 1): offset}, metadata="x" * 9)
+    elif how == "empty":
+        m.commit({})
+    elif how == "v0":
+        m.commit({("t", 0): offset}, version=0)
+    elif how == "retention":
+        m.commit({("t", 3): offset}, version=2, retention_time_ms=60_000)
+    else:
+        m.commit({("t", 0): offset, ("t", 1): offset})
+
+
+def _twice_topics(offset: int) -> tuple[OffsetCommitRequestTopic, ...]:
+    """Partition 0 of topic t named twice in one request."""
+    parts = tuple(
+        OffsetCommitRequestPartition(partition_index=0, committed_offset=offset + i)
+        for i in range(2)
+    )
+    return (OffsetCommitRequestTopic(name="t", partitions=parts),)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    static=st.lists(st.booleans(), min_size=4, max_size=4),
+    steps=st.lists(STEP, min_size=1, max_size=60),
+)
+def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[Any]) -> None:
+    twin = Twin()
+    members = [
+        FakeMember(
+            twin.a,
+            f"c{i}",
+            group_id=GROUP,
+            instance_id=f"i{i}" if static[i] else None,
+            session_timeout_ms=5_000,
+            rebalance_timeout_ms=8_000,
+        )
+        for i in range(4)
+    ]
+    twin.wire()
+    waiting: list[tuple[FakeMember, int]] = []
+    for step in steps:
+        kind = step[0]
+        if kind == "advance":
+            twin.advance(step[1])
+        elif kind == "settle":
+            _settle(twin, members[: step[1]])
+        elif kind == "fail-writes":
+            twin.a.store.fail_writes = twin.b.store.fail_writes = step[1]
+        else:
+            m = members[step[1]]
+            if kind == "join":
+                waiting.append((m, m.join()))
+            elif kind == "sync":
+                if m.generation >= 0 and m.member_id:
+                    waiting.append((m, m.sync()))
+            elif kind == "heartbeat":
+                m.heartbeat()
+            elif kind == "commit":
+                _commit(m, step[2], step[3])
+            else:
+                m.leave()
+        still = []
+        for m, correlation in waiting:
+            response = twin.a.response(correlation)
+            if response is None:
+                still.append((m, correlation))
+            else:
+                m.absorb(response)
+        waiting = still
+        twin.check()
+    event(f"quiet commits: {min(twin.quiet, 3)}{'+' if twin.quiet >= 3 else ''}")
+
+
+def _settle(twin: Twin, members: list[FakeMember]) -> None:
+    """Members (re)join together, wait for the join phase, sync (leader last), and
+    heartbeat a second later; errors are fine (the script may have left the group
+    anywhere)."""
+    joins = [(m, m.join()) for m in members]
+    for _ in range(10):
+        if all(twin.a.response(c) is not None for _, c in joins):
+            break
+        twin.advance(1_000)
+    for m, c in joins:
+        m.joined(c)
+    order = [m for m in members if not m.is_leader] + [m for m in members if m.is_leader]
+    syncs = [(m, m.sync()) for m in order if m.generation >= 0 and m.member_id]
+    for m, c in syncs:
+        m.synced(c)
+    twin.advance(1_000)
+    for m in members:
+        if m.member_id:
+            m.heartbeat()
+
+
+def test_the_quiet_case_is_taken() -> None:
+    """Not vacuous: a stable group's commits go through quiet_offset_commit; a failed
+    write is answered as handle() answers it; a deadline due first is handle()'s."""
+    twin = Twin({**CONFIG, "group.initial.rebalance.delay.ms": 100})
+    twin.wire()
+    members = [FakeMember(twin.a, f"c{i}", group_id=GROUP) for i in range(2)]
+    rebalance(twin.a, members)
+    twin.check()
+    for i in range(5):
+        twin.advance(1_000)
+        for m in members:
+            m.commit({("t", 0): i, ("t", 1): 2 * i})
+        twin.check()
+    assert twin.quiet == 10
+    twin.a.store.fail_writes = twin.b.store.fail_writes = True
+    members[0].commit({("t", 0): 99})
+    twin.check()
+    assert twin.quiet == 11
+    twin.a.store.fail_writes = twin.b.store.fail_writes = False
+    twin.advance(20_000)
+    members[0].commit({("t", 0): 100})
+    twin.check()
+    assert twin.quiet == 11
