@@ -15,7 +15,12 @@ in the socket's send buffer), wait to be sent, so a client that pipelines reques
 reading its answers only fills its own socket. A send that cannot finish within
 ``write_timeout_s`` (the client stopped reading) closes the connection at once, dropping
 what it had not taken. Either way other connections never wait for it: each has its own
-reader and writer tasks.
+reader task and its own replies queue.
+
+The writing side is not a task: replies go out from loop callbacks (the pump runs once
+per loop iteration after requests were read, and from a parked reply's done-callback),
+so an answer costs no task wake-up; only a client that reads slower than it is answered
+gets a task, which waits for its send buffer to drain.
 """
 
 from __future__ import annotations
@@ -93,9 +98,15 @@ class Connection:
             transport.set_write_buffer_limits(high=max_buffered_bytes // 2)
         self._dispatcher = dispatcher
         self._max_frame_bytes = max_frame_bytes
-        # replies in request order; _more is set whenever one is appended
+        # replies in request order (a parked one stays at the head until it is ready)
         self._replies: deque[Reply | object] = deque()
-        self._more = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._pump_scheduled = False
+        self._batch: list[bytes] = []  # replies ready back to back go out in one send
+        self._drainer: asyncio.Future[None] | None = None  # waiting for a slow client
+        self._finished = False  # the writing side is done (sent all, or gave up)
+        #: resolved when the writing side is done
+        self._writer_done: asyncio.Future[None] = self._loop.create_future()
         self._room = asyncio.Event()  # set when the queue shrinks below its limit
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
@@ -107,24 +118,25 @@ class Connection:
         self._read_task: asyncio.Future[None] | None = None
 
     async def run(self) -> None:
-        writer_task = asyncio.ensure_future(self._write_replies())
         self._read_task = asyncio.ensure_future(self._read_requests())
-        # a writer that stops (the socket broke, a reply failed) ends the reading too:
-        # requests read after it could never be answered
-        writer_task.add_done_callback(self._stop_reading)
+        # a writing side that stops (the socket broke, a reply failed) ends the reading
+        # too: requests read after it could never be answered
+        self._writer_done.add_done_callback(self._stop_reading)
         try:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._read_task
         finally:
             self._push(_END)
             if self.close_reason is not None:
-                writer_task.cancel()
+                if self._drainer is not None:
+                    self._drainer.cancel()
+                self._finish()
             else:
                 # the client closed, or the server is shutting down: send every reply
                 # that is ready, give up on those still parked (a JoinGroup, a long poll)
                 self._cancel_unfinished()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await writer_task
+                await self._writer_done
             self._cancel_unfinished()
             if self.close_reason is not None:
                 # a client that stopped reading would keep what is buffered for it (and
@@ -244,65 +256,117 @@ class Connection:
         if type(item) is bytes:
             self._queued_bytes += len(item)
         self._replies.append(item)
-        self._more.set()
+        self._schedule_pump()
 
     def _abort(self, reason: str) -> None:
         self.close_reason = reason
         log.warning("closing connection %s: %s", self.peer, reason, extra={"client": self.peer})
 
-    async def _write_replies(self) -> None:
-        batch: list[bytes] = []  # replies ready back to back go out in one send
-        while True:
-            while not self._replies:
-                self._more.clear()
-                await self._more.wait()
-            item = self._replies.popleft()
-            self._room.set()
+    def _schedule_pump(self) -> None:
+        # once per loop iteration: the replies of one read (often many) go out together
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            self._loop.call_soon(self._pump)
+
+    def _pump(self, _: object = None) -> None:
+        """Send every reply at the head of the queue that is ready, in request order, up
+        to the first one still being worked on (its completion calls this again). Runs as
+        a loop callback, not a task: a reply that is ready when its request is read costs
+        no task wake-up, and a parked one only a done-callback."""
+        self._pump_scheduled = False
+        if self._finished or self._drainer is not None:
+            return
+        current = self._current
+        if current is not None and not current.done():
+            return
+        self._current = None
+        replies = self._replies
+        batch = self._batch
+        popped = False
+        while replies:
+            item = replies[0]
             if item is _END:
-                if batch:
-                    self._send(batch)
-                    with contextlib.suppress(TimeoutError):
-                        await self._drain()
+                replies.popleft()
+                self._finish_after_drain(errors=(ConnectionError, TimeoutError))
                 return
             if isinstance(item, asyncio.Future):
-                self._current = item
-                try:
-                    data = await item
-                except asyncio.CancelledError:
-                    if not item.cancelled():
-                        raise
+                if not item.done():
+                    self._current = item
+                    item.add_done_callback(self._pump)
+                    break
+                replies.popleft()
+                popped = True
+                if item.cancelled():
                     # given up on at close: send what is ready before it and nothing
                     # after it (a later reply would answer the wrong request)
-                    if batch:
-                        self._send(batch)
-                        with contextlib.suppress(ConnectionError, TimeoutError):
-                            await self._drain()
+                    self._finish_after_drain(errors=(ConnectionError, TimeoutError))
                     return
-                except Exception:
-                    log.exception("request handling failed on %s", self.peer)
+                error = item.exception()
+                if error is not None:
+                    log.error(
+                        "request handling failed on %s",
+                        self.peer,
+                        exc_info=error,
+                        extra={"client": self.peer},
+                    )
                     self._abort("internal error")
+                    self._finish()
                     return
+                data = item.result()
                 if data is not None:
                     # counted from now: it stays in memory until sent
                     self._queued_bytes += len(data)
+                    batch.append(data)
             else:
-                data = item
-            if data is not None:
-                assert isinstance(data, bytes)
-                batch.append(data)
-            replies = self._replies
-            while replies and type(replies[0]) is bytes:  # answered at once: no checks
-                batch.append(replies.popleft())  # type: ignore[arg-type]
-            if not batch or self._next_is_ready():
-                continue
-            self._send(batch)
-            try:
+                replies.popleft()
+                popped = True
+                if item is not None:
+                    assert isinstance(item, bytes)
+                    batch.append(item)
+        if popped:
+            self._room.set()
+        if not batch:
+            return
+        self._send(batch)
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]:
+            # the client reads slower than we answer: wait (in a task) for the buffer to
+            # drain below its mark, or for the write timeout, before sending more
+            self._drainer = asyncio.ensure_future(self._drain_then_pump())
+
+    async def _drain_then_pump(self) -> None:
+        try:
+            await self._drain()
+        except ConnectionError as e:
+            self._abort(f"write failed: {e}")
+            self._finish()
+            return
+        except TimeoutError:
+            self._finish()
+            return
+        finally:
+            self._drainer = None
+        self._pump()
+
+    def _finish_after_drain(self, errors: tuple[type[BaseException], ...]) -> None:
+        """The last replies: send what is batched, let the buffer drain (errors in
+        ``errors`` ignored), then end the writing side."""
+        if self._batch:
+            self._send(self._batch)
+
+        async def drain() -> None:
+            with contextlib.suppress(*errors):
                 await self._drain()
-            except ConnectionError as e:
-                self._abort(f"write failed: {e}")
-                return
-            except TimeoutError:
-                return
+            self._finish()
+
+        self._drainer = asyncio.ensure_future(drain())
+
+    def _finish(self) -> None:
+        """No more replies go out on this connection (the reader is stopped too: requests
+        read after this could never be answered)."""
+        self._finished = True
+        if not self._writer_done.done():
+            self._writer_done.set_result(None)
 
     def _send(self, batch: list[bytes]) -> None:
         """Hand the batch to the transport (it now counts in its write buffer)."""
@@ -334,12 +398,6 @@ class Connection:
                     self._stats.closed("write_timeout")
                 raise
         self._room.set()  # the reader may be waiting for the buffer to shrink
-
-    def _next_is_ready(self) -> bool:
-        if not self._replies:
-            return False
-        item = self._replies[0]
-        return not isinstance(item, asyncio.Future) or item.done()
 
     def _cancel_unfinished(self) -> None:
         # the queue keeps its items (and _END): the writer still sends the finished ones
