@@ -306,6 +306,7 @@ class ServerTarget:
         partitions_per_topic: Mapping[str, int],
         members: Mapping[str, Any],
         partition_racks: Mapping[Any, Any] | None = None,
+        current: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> dict[str, dict[str, tuple[int, ...]]]: ...
     def clear(self) -> None: ...
     @property

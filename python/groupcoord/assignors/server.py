@@ -154,20 +154,28 @@ class GroupTarget:
         topics: Mapping[str, int],
         *,
         partition_racks: PartitionRacks | None = None,
+        current: TargetAssignment | None = None,
     ) -> dict[str, dict[str, tuple[int, ...]]]:
         """The new target (see :meth:`ServerAssignor.assign`), sticky to the kept one, which
-        it then replaces. Bad input raises
+        it then replaces. ``current``: sticky to this target instead of the kept one (the
+        caller's target changed outside this object: a static member took another one's
+        place, a group was read back from a store); ``assign(..., current=c)`` is
+        ``assignor.assign(..., current=c)``, and its result is kept as usual. Bad input raises
         :class:`~groupcoord.errors.InvalidAssignorInput` and keeps the previous target."""
         if self._core is None:
             result = self._assignor.assign(
-                members, topics, current=self._current, partition_racks=partition_racks
+                members,
+                topics,
+                current=self._current if current is None else current,
+                partition_racks=partition_racks,
             )
             # a copy of the member dicts: the caller may change the ones it gets
             self._current = {member: dict(held) for member, held in result.items()}
             return result
-        _check_input(members, topics, None)
+        plain = current is None or (type(current) is dict and _core.plain_current(current))
+        _check_input(members, topics, None if plain else current)
         check_partition_racks(partition_racks)
-        return self._core.assign(topics, members, partition_racks)
+        return self._core.assign(topics, members, partition_racks, current)
 
     def clear(self) -> None:
         """Forget the kept target: the next :meth:`assign` starts fresh."""

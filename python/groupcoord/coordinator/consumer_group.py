@@ -27,10 +27,13 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from groupcoord.coordinator.offsets import OffsetAndMetadata
 from groupcoord.types import TopicPartition
+
+if TYPE_CHECKING:
+    from groupcoord.assignors.server import GroupTarget
 
 __all__ = [
     "Assignment",
@@ -140,12 +143,15 @@ class ConsumerGroup:
         "members",
         "offsets",
         "partition_epochs",
+        "removed_since_target",
         "resolved_regexes",
         "revocation_epochs",
         "static_members",
         "stored_meta",
         "subscription_metadata",
         "target",
+        "target_keeper",
+        "target_kept",
     )
 
     def __init__(self, group_id: str) -> None:
@@ -173,6 +179,15 @@ class ConsumerGroup:
         #: ``(group epoch, assignment epoch, subscription metadata, resolved regexes)`` as
         #: last handed out in a group record (``None``: never, or its write failed)
         self.stored_meta: tuple[int, int, object, object] | None = None
+        #: the assignor's own copy of ``target`` (kept inside the extension: recomputing
+        #: from it reads no million partitions back from Python), usable while
+        #: ``target_kept``: only a recomputation and member removals (which it takes for
+        #: leaves) changed ``target`` since it was made. Not persisted.
+        self.target_keeper: GroupTarget | None = None
+        self.target_kept = False
+        #: members removed from ``target`` since the last recomputation (one of them back
+        #: under the same id must not inherit what the keeper still holds for it)
+        self.removed_since_target: set[str] = set()
 
     # ---------------------------------------------------------------- queries
 
@@ -235,7 +250,8 @@ class ConsumerGroup:
             member_id
         ):
             del self.static_members[member.instance_id]
-        self.target.pop(member_id, None)
+        if self.target.pop(member_id, None) is not None:
+            self.removed_since_target.add(member_id)
         self.revocation_epochs.pop(member_id, None)
         return member
 

@@ -37,7 +37,13 @@ from collections.abc import Collection
 from functools import partial
 from typing import Final
 
-from groupcoord.assignors.server import RangeAssignor, ServerAssignor, ServerMember, UniformAssignor
+from groupcoord.assignors.server import (
+    GroupTarget,
+    RangeAssignor,
+    ServerAssignor,
+    ServerMember,
+    UniformAssignor,
+)
 from groupcoord.coordinator.consumer_group import (
     Assignment,
     ConsumerGroup,
@@ -363,6 +369,7 @@ def _heartbeat(
         rb.expiry.clear(gid, replaced.member_id)
         if target is not None:
             group.target[member_id] = target  # its member record is written below
+            group.target_kept = False  # the assignor's copy has it under the old id
     elif member_id not in group.members:
         log.info("group %s: member %s joins the consumer group", gid, member_id)
     updated = _updated(member, req)
@@ -505,7 +512,21 @@ def _update_target(rb: Rebalancer, group: ConsumerGroup) -> None:
         )
         for m in group.members.values()
     }
-    result = ASSIGNORS[name].assign(members, group.subscription_metadata, current=group.target)
+    keeper = group.target_keeper
+    if (
+        keeper is not None
+        and group.target_kept
+        and keeper.assignor.name == name
+        and group.removed_since_target.isdisjoint(members)
+    ):
+        # the keeper's target is group.target plus the members removed since: absent from
+        # ``members``, they are leaves to it, as to ``assign(current=group.target)``
+        result = keeper.assign(members, group.subscription_metadata)
+    else:
+        keeper = group.target_keeper = GroupTarget(ASSIGNORS[name])
+        result = keeper.assign(members, group.subscription_metadata, current=group.target)
+    group.target_kept = True
+    group.removed_since_target.clear()
     group.set_target(
         {
             member_id: {topic: frozenset(ps) for topic, ps in topics.items() if ps}

@@ -124,26 +124,33 @@ impl ServerTargetPy {
         })
     }
 
-    /// `assign(partitions_per_topic, members, partition_racks=None)`: the new target,
-    /// sticky to the kept one (as `assign_server` with it as `current`); then kept.
-    #[pyo3(signature = (partitions_per_topic, members, partition_racks=None))]
+    /// `assign(partitions_per_topic, members, partition_racks=None, current=None)`: the
+    /// new target, sticky to the kept one (as `assign_server` with it as `current`); then
+    /// kept. A `current` given is used instead of the kept target (the caller's target
+    /// changed outside this object: a renamed static member, a group read from a store).
+    #[pyo3(signature = (partitions_per_topic, members, partition_racks=None, current=None))]
     fn assign<'py>(
         &mut self,
         py: Python<'py>,
         partitions_per_topic: &Bound<'py, PyAny>,
         members: &Bound<'py, PyAny>,
         partition_racks: Option<&Bound<'py, PyAny>>,
+        current: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let current = match current {
+            Some(obj) if !obj.is_none() => Current::Given(as_dict(obj, "current")?),
+            _ => Current::Kept {
+                topic_names: &self.topic_names,
+                offsets: &self.offsets,
+                held: &self.held,
+            },
+        };
         let ran = run(
             py,
             self.algorithm,
             partitions_per_topic,
             members,
-            Current::Kept {
-                topic_names: &self.topic_names,
-                offsets: &self.offsets,
-                held: &self.held,
-            },
+            current,
             partition_racks,
         )?;
         // a kept dict says the same only when dense ids mean the same partitions
