@@ -377,20 +377,7 @@ class MemberMachine:
         t.last_poll_ms = now_ms
         if commit is not None:
             # commit()'s queue entry and _emit_commits' request, in one step
-            correlation = next(self._correlations)
-            commit_request = build.commit_request(
-                version=self._version(OffsetCommitRequest),
-                correlation=correlation,
-                group_id=self.config.group_id,
-                generation_id=self._generation_id,
-                member_id=self.member_id,
-                group_instance_id=self.config.group_instance_id,
-                offsets=commit,
-                like=self._last_commit,
-            )
-            self._last_commit = commit_request
-            self._inflight[correlation] = _InFlight(commit_request, commit=CommitHandle(commit))
-            out.append(commit_request)
+            out.append(self._send_commit(CommitHandle(commit)))
         heartbeat_due = t.heartbeat_due_ms
         if (now_ms >= heartbeat_due or heartbeat_due < best) and not self._heartbeat_in_flight():
             if now_ms >= heartbeat_due:
@@ -813,20 +800,24 @@ class MemberMachine:
             return
         due, self._commits = split_due_commits(self._commits, now_ms, self._generation_id)
         for queued in due:
-            correlation = next(self._correlations)
-            request = build.commit_request(
-                version=self._version(OffsetCommitRequest),
-                correlation=correlation,
-                group_id=self.config.group_id,
-                generation_id=self._generation_id,
-                member_id=self.member_id,
-                group_instance_id=self.config.group_instance_id,
-                offsets=queued.handle.offsets,
-                like=self._last_commit,
-            )
-            self._last_commit = request
-            self._inflight[correlation] = _InFlight(request, commit=queued.handle)
-            out.append(request)
+            out.append(self._send_commit(queued.handle))
+
+    def _send_commit(self, handle: CommitHandle) -> OffsetCommitRequest:
+        """The OffsetCommit of ``handle``'s offsets in this generation, in flight from now."""
+        correlation = next(self._correlations)
+        request = build.commit_request(
+            version=self._version(OffsetCommitRequest),
+            correlation=correlation,
+            group_id=self.config.group_id,
+            generation_id=self._generation_id,
+            member_id=self.member_id,
+            group_instance_id=self.config.group_instance_id,
+            offsets=handle.offsets,
+            like=self._last_commit,
+        )
+        self._last_commit = request
+        self._inflight[correlation] = _InFlight(request, commit=handle)
+        return request
 
     def _emit_fetches(self, now_ms: int, out: list[AnyRequest]) -> None:
         if not self._fetches:
