@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coord_harness import FakeMember, Harness, rebalance
+import twin_harness
+from coord_harness import FakeMember, rebalance
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from twin_harness import GROUP, absorb_released, settle
 
 from groupcoord.coordinator import (
     OffsetCommitRequest,
@@ -30,8 +32,6 @@ CONFIG = {
     "group.min.session.timeout.ms": 1000,
     "offset.metadata.max.bytes": 8,
 }
-GROUP = "g"
-
 STEP = st.one_of(
     st.tuples(st.just("join"), st.integers(0, 3)),
     st.tuples(st.just("sync"), st.integers(0, 3)),
@@ -64,59 +64,16 @@ STEP = st.one_of(
 )
 
 
-class Twin:
-    """Harness ``a`` handles everything; ``b`` takes commits through quiet_offset_commit."""
+class Twin(twin_harness.Twin):
+    """Harness ``b`` takes commits through quiet_offset_commit."""
 
     def __init__(self, config: dict[str, object] = CONFIG) -> None:
-        self.a = Harness(config)
-        self.b = Harness(config)
-        self.quiet = 0
+        super().__init__(config)
 
-    def send(self, request: Any) -> Any:
-        response = Harness.send(self.a, request)
-        if isinstance(request, OffsetCommitRequest):
-            b = self.b
-            answer = b.shell.quiet_offset_commit(request, b.now)
-            if answer is not None:
-                self.quiet += 1
-                # handle() released this answer and nothing else
-                assert self.a.released[-1:] == [answer]
-                assert len(self.a.released) == len(b.released) + 1
-                b.requests[request.correlation] = request
-                b._record([answer])
-                return response
-        self.b.send(request)
-        return response
-
-    def advance(self, ms: int) -> list[Any]:
-        self.b.advance(ms)
-        return Harness.advance(self.a, ms)
-
-    def wire(self) -> None:
-        """Requests and time handed to harness ``a`` (by FakeMember, rebalance) reach both."""
-        self.a.send = self.send  # type: ignore[method-assign]
-        self.a.advance = self.advance  # type: ignore[method-assign]
-
-    def check(self) -> None:
-        a, b = self.a, self.b
-        assert a.released == b.released
-        assert a.now == b.now
-        assert a.coord.now_ms == b.coord.now_ms
-        assert a.coord.snapshot(GROUP) == b.coord.snapshot(GROUP)
-        assert a.coord.next_deadline() == b.coord.next_deadline()
-        assert a.coord.committed_offsets(GROUP) == b.coord.committed_offsets(GROUP)
-        assert a.store.load() == b.store.load()
-        assert a.store.commits == b.store.commits
-        # the next batch number handed out
-        assert repr(a.coord._batch_ids) == repr(b.coord._batch_ids)
-        snapshot = a.coord.snapshot(GROUP)
-        if snapshot is not None:
-            ea, eb = a.coord._rb.expiry, b.coord._rb.expiry
-            for m in snapshot.members:
-                for kind in ("session", "join", "sync"):
-                    assert ea.deadline(GROUP, m.member_id, kind) == eb.deadline(
-                        GROUP, m.member_id, kind
-                    )
+    def quiet_answer(self, request: Any) -> Any:
+        if not isinstance(request, OffsetCommitRequest):
+            return None
+        return self.b.shell.quiet_offset_commit(request, self.b.now)
 
 
 def _commit(m: FakeMember, how: str, offset: int) -> None:
@@ -158,17 +115,7 @@ def _twice_topics(offset: int) -> tuple[OffsetCommitRequestTopic, ...]:
 )
 def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[Any]) -> None:
     twin = Twin()
-    members = [
-        FakeMember(
-            twin.a,
-            f"c{i}",
-            group_id=GROUP,
-            instance_id=f"i{i}" if static[i] else None,
-            session_timeout_ms=5_000,
-            rebalance_timeout_ms=8_000,
-        )
-        for i in range(4)
-    ]
+    members = twin.members(static)
     twin.wire()
     waiting: list[tuple[FakeMember, int]] = []
     for step in steps:
@@ -176,7 +123,7 @@ def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[
         if kind == "advance":
             twin.advance(step[1])
         elif kind == "settle":
-            _settle(twin, members[: step[1]])
+            settle(twin, members[: step[1]])
         elif kind == "fail-writes":
             twin.a.store.fail_writes = twin.b.store.fail_writes = step[1]
         else:
@@ -192,37 +139,9 @@ def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[
                 _commit(m, step[2], step[3])
             else:
                 m.leave()
-        still = []
-        for m, correlation in waiting:
-            response = twin.a.response(correlation)
-            if response is None:
-                still.append((m, correlation))
-            else:
-                m.absorb(response)
-        waiting = still
+        waiting = absorb_released(twin, waiting)
         twin.check()
     event(f"quiet commits: {min(twin.quiet, 3)}{'+' if twin.quiet >= 3 else ''}")
-
-
-def _settle(twin: Twin, members: list[FakeMember]) -> None:
-    """Members (re)join together, wait for the join phase, sync (leader last), and
-    heartbeat a second later; errors are fine (the script may have left the group
-    anywhere)."""
-    joins = [(m, m.join()) for m in members]
-    for _ in range(10):
-        if all(twin.a.response(c) is not None for _, c in joins):
-            break
-        twin.advance(1_000)
-    for m, c in joins:
-        m.joined(c)
-    order = [m for m in members if not m.is_leader] + [m for m in members if m.is_leader]
-    syncs = [(m, m.sync()) for m in order if m.generation >= 0 and m.member_id]
-    for m, c in syncs:
-        m.synced(c)
-    twin.advance(1_000)
-    for m in members:
-        if m.member_id:
-            m.heartbeat()
 
 
 def test_the_quiet_case_is_taken() -> None:

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coord_harness import FakeMember, Harness, rebalance
+import twin_harness
+from coord_harness import FakeMember, rebalance
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from twin_harness import GROUP, absorb_released, settle
 
 from groupcoord.coordinator import HeartbeatRequest, HeartbeatResponse
 
 CONFIG = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000}
-GROUP = "g"
-
 STEP = st.one_of(
     st.tuples(st.just("join"), st.integers(0, 3)),
     st.tuples(st.just("sync"), st.integers(0, 3)),
@@ -36,60 +36,26 @@ STEP = st.one_of(
 )
 
 
-class Twin:
-    """Harness ``a`` handles everything; ``b`` takes heartbeats through quiet_heartbeat."""
+class Twin(twin_harness.Twin):
+    """Harness ``b`` takes heartbeats through quiet_heartbeat."""
 
     def __init__(self, config: dict[str, object] = CONFIG) -> None:
-        self.a = Harness(config)
-        self.b = Harness(config)
-        self.quiet = 0
+        super().__init__(config)
 
-    def send(self, request: Any) -> Any:
-        response = Harness.send(self.a, request)
-        if isinstance(request, HeartbeatRequest):
-            b = self.b
-            if b.coord.quiet_heartbeat(
-                request.group_id,
-                request.member_id,
-                request.generation_id,
-                request.group_instance_id,
-                b.now,
-            ):
-                self.quiet += 1
-                # handle() answered no error and released nothing else
-                assert self.a.released[-1:] == [
-                    HeartbeatResponse(version=request.version, correlation=request.correlation)
-                ]
-                assert len(self.a.released) == len(b.released) + 1
-                b.requests[request.correlation] = request
-                b._record([self.a.released[-1]])
-                return response
-        self.b.send(request)
-        return response
-
-    def advance(self, ms: int) -> list[Any]:
-        self.b.advance(ms)
-        return Harness.advance(self.a, ms)
-
-    def wire(self) -> None:
-        """Requests and time handed to harness ``a`` (by FakeMember, rebalance) reach both."""
-        self.a.send = self.send  # type: ignore[method-assign]
-        self.a.advance = self.advance  # type: ignore[method-assign]
-
-    def check(self) -> None:
-        a, b = self.a, self.b
-        assert a.released == b.released
-        assert a.now == b.now
-        assert a.coord.snapshot(GROUP) == b.coord.snapshot(GROUP)
-        assert a.coord.next_deadline() == b.coord.next_deadline()
-        snapshot = a.coord.snapshot(GROUP)
-        if snapshot is not None:
-            ea, eb = a.coord._rb.expiry, b.coord._rb.expiry
-            for m in snapshot.members:
-                for kind in ("session", "join", "sync"):
-                    assert ea.deadline(GROUP, m.member_id, kind) == eb.deadline(
-                        GROUP, m.member_id, kind
-                    )
+    def quiet_answer(self, request: Any) -> Any:
+        if not isinstance(request, HeartbeatRequest):
+            return None
+        b = self.b
+        if not b.coord.quiet_heartbeat(
+            request.group_id,
+            request.member_id,
+            request.generation_id,
+            request.group_instance_id,
+            b.now,
+        ):
+            return None
+        # the no-error answer handle() gives
+        return HeartbeatResponse(version=request.version, correlation=request.correlation)
 
 
 @settings(max_examples=150, deadline=None)
@@ -99,19 +65,7 @@ class Twin:
 )
 def test_quiet_heartbeat_is_handle_when_it_accepts(static: list[bool], steps: list[Any]) -> None:
     twin = Twin()
-    # the members build their requests with harness a's correlations; twin.send hands
-    # each to both coordinators
-    members = [
-        FakeMember(
-            twin.a,
-            f"c{i}",
-            group_id=GROUP,
-            instance_id=f"i{i}" if static[i] else None,
-            session_timeout_ms=5_000,
-            rebalance_timeout_ms=8_000,
-        )
-        for i in range(4)
-    ]
+    members = twin.members(static)
     twin.wire()
     waiting: list[tuple[FakeMember, int]] = []
     for step in steps:
@@ -119,7 +73,7 @@ def test_quiet_heartbeat_is_handle_when_it_accepts(static: list[bool], steps: li
         if kind == "advance":
             twin.advance(step[1])
         elif kind == "settle":
-            _settle(twin, members[: step[1]])
+            settle(twin, members[: step[1]])
         else:
             m = members[step[1]]
             if kind == "join":
@@ -138,38 +92,9 @@ def test_quiet_heartbeat_is_handle_when_it_accepts(static: list[bool], steps: li
                     m.heartbeat()
             else:
                 m.leave()
-        # members learn from answers released later (joins and syncs that waited)
-        still = []
-        for m, correlation in waiting:
-            response = twin.a.response(correlation)
-            if response is None:
-                still.append((m, correlation))
-            else:
-                m.absorb(response)
-        waiting = still
+        waiting = absorb_released(twin, waiting)
         twin.check()
     event(f"quiet heartbeats: {min(twin.quiet, 3)}+" if twin.quiet >= 3 else f"quiet: {twin.quiet}")
-
-
-def _settle(twin: Twin, members: list[FakeMember]) -> None:
-    """Members (re)join together, wait for the join phase, sync (leader last), as consumers
-    do, and heartbeat a second later; errors are fine (the script may have left the group
-    anywhere)."""
-    joins = [(m, m.join()) for m in members]
-    for _ in range(10):
-        if all(twin.a.response(c) is not None for _, c in joins):
-            break
-        twin.advance(1_000)
-    for m, c in joins:
-        m.joined(c)
-    order = [m for m in members if not m.is_leader] + [m for m in members if m.is_leader]
-    syncs = [(m, m.sync()) for m in order if m.generation >= 0 and m.member_id]
-    for m, c in syncs:
-        m.synced(c)
-    twin.advance(1_000)
-    for m in members:
-        if m.member_id:
-            m.heartbeat()
 
 
 def test_the_quiet_case_is_taken() -> None:

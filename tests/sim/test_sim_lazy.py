@@ -11,9 +11,9 @@ the lazy steps and the lane really ran (the comparisons are not vacuous)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +23,8 @@ import groupcoord.sim
 from groupcoord.sim import Scenario, SimResult, run
 from groupcoord.sim.engine import Engine
 from groupcoord.sim.invariants import InvariantViolation
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -197,19 +199,24 @@ def test_lazy_steps_run_and_change_nothing(overrides: dict[str, Any]) -> None:
 
 
 @contextmanager
-def _lane_heartbeats() -> Iterator[list[int]]:
-    """Counts the heartbeats answered in the lane by the runs made inside."""
-    counts: list[int] = []
+def _engine_counts(read: Callable[[Engine], T]) -> Iterator[list[T]]:
+    """``read(engine)`` after each run made inside (an engine's counters of its paths)."""
+    counts: list[T] = []
 
     class Counting(Engine):
         def run(self) -> Any:
             recorder = super().run()
-            counts.append(self.lane_heartbeats)
+            counts.append(read(self))
             return recorder
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(groupcoord.sim, "Engine", Counting)
         yield counts
+
+
+def _lane_heartbeats() -> AbstractContextManager[list[int]]:
+    """Counts the heartbeats answered in the lane by the runs made inside."""
+    return _engine_counts(lambda engine: engine.lane_heartbeats)
 
 
 @pytest.mark.parametrize(
@@ -364,21 +371,10 @@ def test_members_that_process_stay_lazy_across_answers(
     assert counts[0] > (heartbeats // 2 if not overrides else heartbeats // 10), counts
 
 
-@contextmanager
-def _commit_paths() -> Iterator[list[tuple[int, int]]]:
+def _commit_paths() -> AbstractContextManager[list[tuple[int, int]]]:
     """(auto-commits sent by one machine call, OffsetCommits the coordinator took quietly)
     in the runs made inside."""
-    counts: list[tuple[int, int]] = []
-
-    class Counting(Engine):
-        def run(self) -> Any:
-            recorder = super().run()
-            counts.append((self.quick_commits, self.quiet_commits))
-            return recorder
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(groupcoord.sim, "Engine", Counting)
-        yield counts
+    return _engine_counts(lambda engine: (engine.quick_commits, engine.quiet_commits))
 
 
 @pytest.mark.parametrize(
