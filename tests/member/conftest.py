@@ -20,21 +20,28 @@ def server(serve_factory: Callable[..., Any]) -> Any:
 
 
 @pytest.fixture
-def make_member(server: Any) -> Iterator[Callable[..., GroupMember]]:
+def member_settings() -> dict[str, Any]:
+    """What ``make_member`` gives every member (a test module may override it)."""
+    return {
+        "group_id": "g",
+        "topics": [TOPIC],
+        "assignors": [CooperativeStickyAssignor()],
+        "session_timeout_ms": 1500,
+        "heartbeat_interval_ms": 300,
+        "max_poll_interval_ms": 6000,
+        "request_timeout_ms": 5000,
+    }
+
+
+@pytest.fixture
+def make_member(
+    server: Any, member_settings: dict[str, Any]
+) -> Iterator[Callable[..., GroupMember]]:
     """Builds members bootstrapped to the test server; every one is closed at the end."""
     made: list[GroupMember] = []
 
     def make(**overrides: Any) -> GroupMember:
-        settings: dict[str, Any] = {
-            "bootstrap_servers": server.bootstrap,
-            "group_id": "g",
-            "topics": [TOPIC],
-            "assignors": [CooperativeStickyAssignor()],
-            "session_timeout_ms": 1500,
-            "heartbeat_interval_ms": 300,
-            "max_poll_interval_ms": 6000,
-            "request_timeout_ms": 5000,
-        }
+        settings: dict[str, Any] = {"bootstrap_servers": server.bootstrap, **member_settings}
         settings.update(overrides)
         member = GroupMember(**settings)
         made.append(member)

@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from virtual_clock import InvariantViolation, VirtualClock
+
 from groupcoord.coordinator import MemoryOffsetStore, SyncShell
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.errors import NetworkException
@@ -45,10 +47,6 @@ def topic_id(name: str) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_DNS, name)
 
 
-class InvariantViolation(AssertionError):
-    pass
-
-
 @dataclass
 class Member:
     name: str
@@ -67,7 +65,7 @@ class Member:
     last_epoch: int = 0
 
 
-class ConsumerCluster:
+class ConsumerCluster(VirtualClock):
     def __init__(
         self, topics: Mapping[str, int], settings: Mapping[str, object] | None = None
     ) -> None:
@@ -152,23 +150,6 @@ class ConsumerCluster:
         return [m for m in self.members.values() if m.running]
 
     # ------------------------------------------------------------------ time
-
-    def run_until(self, end_ms: int) -> None:
-        while True:
-            self._settle()
-            deadline = self._next_deadline()
-            if deadline is None:
-                break
-            step = max(deadline, self.now + 1)
-            if step > end_ms:
-                break
-            self.now = step
-        if end_ms > self.now:
-            self.now = end_ms
-            self._settle()
-
-    def run_for(self, ms: int) -> None:
-        self.run_until(self.now + ms)
 
     def _next_deadline(self) -> int | None:
         candidates: list[int] = []

@@ -24,6 +24,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from virtual_clock import InvariantViolation, VirtualClock
+
 from groupcoord.assignors.base import Assignor
 from groupcoord.coordinator import MemoryOffsetStore, SequentialMemberIds, SyncShell
 from groupcoord.coordinator.messages import AnyRequest, AnyResponse
@@ -36,10 +38,6 @@ from groupcoord.member.states import MemberState
 from groupcoord.types import TopicPartition
 
 GROUP = "g"
-
-
-class InvariantViolation(AssertionError):
-    pass
 
 
 @dataclass
@@ -92,7 +90,7 @@ def member_config(
     )
 
 
-class Cluster:
+class Cluster(VirtualClock):
     """One coordinator, many members, a virtual clock (milliseconds from 0)."""
 
     def __init__(
@@ -162,25 +160,6 @@ class Cluster:
         return [m for m in self.members.values() if m.alive]
 
     # ------------------------------------------------------------------ time
-
-    def run_until(self, end_ms: int) -> None:
-        """Advance virtual time to ``end_ms``, acting on every deadline on the way."""
-        while True:
-            self._settle()
-            deadline = self._next_deadline()
-            if deadline is None:
-                break
-            # a deadline already due after settling means "again, a moment later"
-            step = max(deadline, self.now + 1)
-            if step > end_ms:
-                break
-            self.now = step
-        if end_ms > self.now:
-            self.now = end_ms
-            self._settle()
-
-    def run_for(self, duration_ms: int) -> None:
-        self.run_until(self.now + duration_ms)
 
     def _next_deadline(self) -> int | None:
         candidates: list[int] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,26 +33,15 @@ def server(serve_factory: Callable[..., Any]) -> Any:
 
 
 @pytest.fixture
-def make_member(server: Any) -> Iterator[Callable[..., GroupMember]]:
-    made: list[GroupMember] = []
-
-    def make(**overrides: Any) -> GroupMember:
-        settings: dict[str, Any] = {
-            "bootstrap_servers": server.bootstrap,
-            "group_id": "g848",
-            "topics": [TOPIC],
-            "group_protocol": "consumer",
-            "max_poll_interval_ms": 6000,
-            "request_timeout_ms": 5000,
-        }
-        settings.update(overrides)
-        member = GroupMember(**settings)
-        made.append(member)
-        return member
-
-    yield make
-    for member in made:
-        member.close(timeout_ms=3000)
+def member_settings() -> dict[str, Any]:
+    """KIP-848 members: the coordinator decides assignor, session and heartbeat."""
+    return {
+        "group_id": "g848",
+        "topics": [TOPIC],
+        "group_protocol": "consumer",
+        "max_poll_interval_ms": 6000,
+        "request_timeout_ms": 5000,
+    }
 
 
 def test_members_share_hand_over_on_leave_and_revoke_before_anyone_is_assigned(

@@ -43,6 +43,8 @@ from groupcoord.coordinator.consumer_messages import (
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
+from groupcoord.protocol.frame_reader import FrameReader
+from groupcoord.protocol.frame_reader import Unusual as _Unusual
 
 __all__ = [
     "CONSUMER_HEARTBEAT_API_KEY",
@@ -72,27 +74,10 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-class _Unusual(Exception):
-    """Not the common case: the generic path decides."""
+class _Reader(FrameReader):
+    """ConsumerGroupHeartbeat is flexible in every version: compact lengths only."""
 
-
-class _Reader:
-    __slots__ = ("frame", "pos")
-
-    def __init__(self, frame: bytes, pos: int) -> None:
-        self.frame = frame
-        self.pos = pos
-
-    def _take(self, n: int) -> int:
-        start = self.pos
-        end = start + n
-        if end > len(self.frame):
-            raise _Unusual
-        self.pos = end
-        return start
-
-    def int32(self) -> int:
-        return int(_INT32.unpack_from(self.frame, self._take(4))[0])
+    __slots__ = ()
 
     def length(self) -> int:
         """A compact length or count (uvarint, under 128 here), minus one: -1 is null."""

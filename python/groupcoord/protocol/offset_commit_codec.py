@@ -42,6 +42,8 @@ from groupcoord.coordinator import (
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
+from groupcoord.protocol.frame_reader import FrameReader
+from groupcoord.protocol.frame_reader import Unusual as _Unusual
 
 __all__ = [
     "OFFSET_COMMIT_API_KEY",
@@ -59,7 +61,6 @@ _FLEXIBLE: Final = 8
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
 _HEADER = struct.Struct(">hhih")  # api key, version, correlation id, client id length
 _PARTITION = struct.Struct(">iq")  # partition_index, committed_offset
 _RESPONSE_PARTITION = struct.Struct(">ih")  # partition_index, error_code
@@ -73,31 +74,14 @@ def offset_commit_prefixes(min_version: int, max_version: int) -> dict[bytes, in
     return {struct.pack(">hh", OFFSET_COMMIT_API_KEY, v): v for v in range(lo, hi + 1)}
 
 
-class _Unusual(Exception):
-    """Not the common case: the generic path decides."""
+class _Reader(FrameReader):
+    """OffsetCommit's encodings: compact (``flexible``, v8+) or classic lengths."""
 
-
-class _Reader:
-    __slots__ = ("flexible", "frame", "pos")
+    __slots__ = ("flexible",)
 
     def __init__(self, frame: bytes, pos: int, flexible: bool) -> None:
-        self.frame = frame
-        self.pos = pos
+        super().__init__(frame, pos)
         self.flexible = flexible
-
-    def _take(self, n: int) -> int:
-        start = self.pos
-        end = start + n
-        if end > len(self.frame):
-            raise _Unusual
-        self.pos = end
-        return start
-
-    def int32(self) -> int:
-        return int(_INT32.unpack_from(self.frame, self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_INT64.unpack_from(self.frame, self._take(8))[0])
 
     def uvarint(self) -> int:
         frame, pos = self.frame, self.pos

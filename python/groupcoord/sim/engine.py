@@ -772,6 +772,19 @@ class Engine:
 
     # ------------------------------------------------------------------ lazy steps
 
+    @staticmethod
+    def _wake_replaceable(process: Process, at: int, now: int) -> bool:
+        """Whether a step at ``now`` wanting its next wake-up at ``at`` may take the lazy
+        path: no wake-up is queued, or the queued one is later, past, or the very one
+        left unqueued at ``at``."""
+        wake_at = process.wake_at
+        return (
+            wake_at is None
+            or at < wake_at
+            or wake_at < now
+            or (at == wake_at and wake_at == process.unqueued_wake)
+        )
+
     def _go_lazy(self, process: Process, at: int, deadline: int) -> bool:
         """A quick step at ``now`` wants its next wake-up at ``at``: make the application
         steps before the first one that may act outside the process lazy (not queued).
@@ -1329,13 +1342,9 @@ class Engine:
                         assert not sent and process.wake_at is None and at > now
                         process.wake_at = at
                         return
-                    wake_at = process.wake_at
-                    if (
-                        wake_at is None
-                        or at < wake_at
-                        or wake_at < now
-                        or (at == wake_at and wake_at == process.unqueued_wake)
-                    ) and self._go_lazy(process, at, deadline):
+                    if self._wake_replaceable(process, at, now) and self._go_lazy(
+                        process, at, deadline
+                    ):
                         return
                 self._set_wake(process, at, hold_until)
                 return
@@ -1419,18 +1428,13 @@ class Engine:
             and process.cut_until is None
             and process.paused_until is None
             and not machine.poll_idle_blocked()
+            and self._wake_replaceable(process, at, now)
+            and self._go_lazy(process, at, deadline)
         ):
             # a step that sent a commit (or read an answer) and left the machine idle and
-            # stable: the application steps after it may be lazy, as after a quick step
+            # stable: the application steps after it are lazy, as after a quick step
             # (``next_deadline`` is then what ``poll_idle`` would return)
-            wake_at = process.wake_at
-            if (
-                wake_at is None
-                or at < wake_at
-                or wake_at < now
-                or (at == wake_at and wake_at == process.unqueued_wake)
-            ) and self._go_lazy(process, at, deadline):
-                return
+            return
         self._set_wake(process, at)
 
     def _quick_auto_commit(self, process: Process) -> bool:
