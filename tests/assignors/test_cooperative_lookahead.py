@@ -1,11 +1,16 @@
-"""Groups from the Java differential (tests/assignors/test_java_assignors.py, 2,000
-cooperative-sticky groups per seed) where our cooperative-sticky needed a third round
-and Kafka's settles in two: the second round, starting from what members kept, chose
-other equally balanced loads than the first round's target and revoked again. The
-leader now looks one round ahead (``settling_target`` in rust/src/assign/cooperative.rs
-and its reference twin); these pin the result from both backends, without Java: as
-few rounds as Kafka's (a round is counted until one revokes nothing, as a Java consumer
-rejoins only after revoking), and no more partitions moved than Kafka's moves."""
+"""Groups from the Java differential (tests/assignors/test_java_assignors.py) where our
+cooperative-sticky needed a third round and Kafka's settles in two: the second round,
+starting from what members kept, chose other equally balanced loads than the first
+round's target and revoked again. The leader now looks one round ahead
+(``settling_target`` in rust/src/assign/cooperative.rs and its reference twin); these
+pin the result from both backends, without Java: as few rounds as Kafka's (a round is
+counted until one revokes nothing, as a Java consumer rejoins only after revoking), and
+no more partitions moved than Kafka's moves.
+
+``LOOKAHEAD_GROUPS`` still take a third round without the lookahead. The first two
+groups found (seed 3 case 953, seed 4 case 424) no longer do since the sticky target
+balances through fresh partitions first (rust/src/assign/fresh_chains.rs); they stay
+in ``GROUPS`` for the round and movement bounds."""
 
 from __future__ import annotations
 
@@ -87,7 +92,65 @@ SEED_4_CASE_424 = (
     2,
 )
 
-GROUPS = {"seed 3 case 953": SEED_3_CASE_953, "seed 4 case 424": SEED_4_CASE_424}
+# seed 7 case 480: Kafka's settles in 2 rounds moving 3 partitions
+SEED_7_CASE_480 = (
+    {"t0": 2, "t1": 3, "t2": 3, "t3": 1},
+    {
+        "consumer-08fbed": Subscription(
+            ["t3", "t0"], owned_partitions=tps("t0-0", "t1-1", "t2-0"), generation_id=6
+        ),
+        "consumer-d890b4": Subscription(
+            ["t1", "t2", "t0"],
+            owned_partitions=tps("t0-1", "t1-0", "t2-1", "t2-2", "t3-0"),
+            generation_id=6,
+        ),
+        "consumer-f86de0": Subscription(["t2", "t3"], group_instance_id="instance-68-2"),
+    },
+    2,
+    3,
+)
+
+# seed 11 case 189: Kafka's settles in 2 rounds moving 4 partitions
+SEED_11_CASE_189 = (
+    {"t0": 3, "t1": 2, "t2": 3, "t3": 1, "t4": 8, "t5": 13},
+    {
+        "consumer-d922be": Subscription(
+            ["t2", "t3", "t0", "t5"],
+            owned_partitions=tps("t0-2", "t4-3", "t5-8", "t5-9"),
+            generation_id=3,
+        ),
+        "consumer-a6f461": Subscription(
+            ["t5"], owned_partitions=tps("t0-0", "t1-0", "t4-4", "t4-6", "t5-2"), generation_id=3
+        ),
+        "consumer-9dada5": Subscription(
+            ["t3", "t1", "t4", "t2"],
+            owned_partitions=tps("t0-1", "t2-0", "t2-1", "t2-2", "t4-2", "t5-7"),
+            generation_id=0,
+        ),
+        "consumer-821f0c": Subscription(
+            ["t0"],
+            owned_partitions=tps("t3-0", "t5-1", "t5-4", "t5-5", "t5-10", "t5-12"),
+            generation_id=3,
+            group_instance_id="instance-13-3",
+        ),
+        "consumer-b2c058": Subscription(
+            ["t1", "t4", "t0", "t2"], owned_partitions=tps("t4-0", "t5-0", "t5-11"), generation_id=3
+        ),
+        "consumer-0c2adc": Subscription(["t5", "t4", "t0"], group_instance_id="instance-19-5"),
+        "consumer-e9c5ae": Subscription(["t3", "t0"]),
+        "consumer-50b6ff": Subscription(["t1", "t0", "t5", "t3", "t4", "t2"]),
+        "consumer-da782a": Subscription(["t2"]),
+    },
+    2,
+    4,
+)
+
+LOOKAHEAD_GROUPS = {"seed 7 case 480": SEED_7_CASE_480, "seed 11 case 189": SEED_11_CASE_189}
+GROUPS = {
+    "seed 3 case 953": SEED_3_CASE_953,
+    "seed 4 case 424": SEED_4_CASE_424,
+    **LOOKAHEAD_GROUPS,
+}
 
 
 def previous_owners(subs: dict[str, Subscription]) -> dict[TopicPartition, str]:
@@ -131,9 +194,9 @@ def without_lookahead(ppt: dict[str, int], subs: dict[str, Subscription]) -> dic
     }
 
 
-@pytest.mark.parametrize("name", GROUPS)
-def test_these_groups_took_a_third_round_without_looking_ahead(name: str) -> None:
-    ppt, subs, _, _ = GROUPS[name]
+@pytest.mark.parametrize("name", LOOKAHEAD_GROUPS)
+def test_these_groups_take_a_third_round_without_looking_ahead(name: str) -> None:
+    ppt, subs, _, _ = LOOKAHEAD_GROUPS[name]
     rounds, _, _ = settle(without_lookahead, ppt, subs)
     assert rounds == 3
 

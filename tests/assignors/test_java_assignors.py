@@ -292,18 +292,10 @@ def compare(
             assert ours_moved <= java_moved, (
                 f"moved {ours_moved} partitions where Kafka moved {java_moved}, {context}"
             )
-            assert rounds <= java_rounds, (
-                f"{rounds} rounds where Kafka took {java_rounds}, {context}"
-            )
-        else:
-            # neither is optimal here: ours moves fewer partitions in about one group in
-            # twenty and more in about one in five hundred, and takes a round more than
-            # Kafka in one of 12,000 (README). Movement is compared in total over the run
-            # (check_totals); rounds per group, within one of Kafka's and the bound of
-            # three the property tests hold us to
-            assert rounds <= min(java_rounds + 1, 3), (
-                f"{rounds} rounds where Kafka took {java_rounds}, {context}"
-            )
+        # never more rounds than Kafka's (with mixed subscriptions neither is optimal:
+        # ours moves fewer partitions in about one group in seven and more in about one
+        # in five hundred, so movement is compared in total over the run: check_totals)
+        assert rounds <= java_rounds, f"{rounds} rounds where Kafka took {java_rounds}, {context}"
         if backend == "rust":
             tally.fewer_moves += ours_moved < java_moved
             tally.fewer_rounds += rounds < java_rounds

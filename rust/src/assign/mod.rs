@@ -2,6 +2,7 @@
 //! and return a [`model::Plan`]; none of these modules knows about Python.
 
 pub mod cooperative;
+pub mod fresh_chains;
 pub mod give_back;
 pub mod model;
 pub mod rack;

@@ -14,10 +14,13 @@
 //! 3. Otherwise [`general`]: members keep what they owned; unowned partitions go,
 //!    most-constrained topic first, to the least-loaded subscriber; then a repair
 //!    loop moves a partition of topic `t` from its most-loaded holder to its
-//!    least-loaded subscriber while those differ by two or more. At the fixed point
-//!    no partition can move to make two members more equal (Java's
-//!    `verifyValidityAndBalance` rule). Each move lowers the sum of squared loads,
-//!    so the loop ends. Last, [`give_back`] returns partitions the repair moved
+//!    least-loaded subscriber while those differ by two or more (among equally
+//!    loaded holders, one holding a partition placed this round; when the holder
+//!    owned all it holds of `t` before, chains of fresh moves first:
+//!    [`super::fresh_chains`]). At the fixed point no partition can move to make two
+//!    members more equal (Java's `verifyValidityAndBalance` rule). Each move lowers
+//!    the sum of squared loads (but a bounded number of sideways chains), so the loop
+//!    ends. Last, [`give_back`] returns partitions the repair moved
 //!    away from their previous owner along chains that leave every load as it is.
 //!
 //! Ties go to the lower member index (sorted member id) and are otherwise decided
@@ -32,12 +35,13 @@
 //! its repair loop moves a partition local to the receiver, or foreign to the giver,
 //! before any other.
 
+use super::fresh_chains::{chain_into, chain_out, Holdings};
 use super::give_back::give_back;
 use super::model::{collect, DenseId, GroupModel, MemberIdx, Plan, UNOWNED};
 use super::rack::{RackId, Racks};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
 /// Per dense partition: the member that owned it before this round, or [`UNOWNED`].
 pub fn resolve_previous_owners(model: &GroupModel) -> Vec<MemberIdx> {
@@ -427,6 +431,19 @@ pub fn general(
         }
     }
 
+    // chain_out's moves that leave the sum of squared loads as it is: at most one per
+    // member (fresh_chains.rs), so the loop ends
+    let mut sideways = 0;
+    // per member, the fresh (not retained) partitions it holds: the chains' quick
+    // test for whether any member could start or end one
+    let mut fresh_held = vec![0u32; model.num_members()];
+    let mut fresh = BTreeSet::new();
+    for (p, &m) in owner.iter().enumerate() {
+        if m != UNOWNED && !retained[p] {
+            fresh_held[m as usize] += 1;
+            fresh.insert(p as DenseId);
+        }
+    }
     let mut moved = true;
     while moved {
         moved = false;
@@ -441,6 +458,10 @@ pub fn general(
                     .iter()
                     .min_by_key(|&&m| (load[m as usize], m))
                     .expect("a subscribed topic has subscribers");
+                // The most loaded holder gives; among equals, one holding a partition
+                // placed this round (moving that one leaves every previous owner's
+                // partitions where they are: a cooperative round then revokes nothing
+                // where it otherwise would), then the lower index.
                 let mut giver = owner[range.start as usize];
                 for p in range.clone() {
                     let o = owner[p as usize];
@@ -449,8 +470,41 @@ pub fn general(
                         giver = o;
                     }
                 }
-                if load[giver as usize] < load[receiver as usize] + 2 {
+                let top = load[giver as usize];
+                if top < load[receiver as usize] + 2 {
                     break;
+                }
+                let fresh_giver = fresh
+                    .range(range.clone())
+                    .map(|&p| owner[p as usize])
+                    .filter(|&o| load[o as usize] == top)
+                    .min();
+                if let Some(o) = fresh_giver {
+                    giver = o;
+                }
+                if racks.is_none() && fresh_giver.is_none() {
+                    // the giver holds only partitions it owned before of this topic:
+                    // first try to balance by moving fresh ones (no revocation)
+                    let mut h = Holdings {
+                        owner: &mut owner,
+                        load: &mut load,
+                        retained: &mut retained,
+                        fresh_held: &mut fresh_held,
+                        fresh: &mut fresh,
+                        previous: &previous,
+                    };
+                    if chain_into(model, &mut h, receiver) {
+                        moved = true;
+                        continue;
+                    }
+                    if sideways < model.num_members()
+                        && h.load[giver as usize] == h.load[receiver as usize] + 2
+                        && chain_out(model, &subscribers, &mut h, giver)
+                    {
+                        sideways += 1;
+                        moved = true;
+                        continue;
+                    }
                 }
                 let victim = match racks {
                     None => pick_victim(&owner, &retained, giver, range.clone()),
@@ -464,7 +518,16 @@ pub fn general(
                     ),
                 };
                 owner[victim as usize] = receiver;
+                if !retained[victim as usize] {
+                    fresh_held[giver as usize] -= 1;
+                }
                 retained[victim as usize] = previous[victim as usize] == receiver;
+                if retained[victim as usize] {
+                    fresh.remove(&victim);
+                } else {
+                    fresh_held[receiver as usize] += 1;
+                    fresh.insert(victim);
+                }
                 load[giver as usize] -= 1;
                 load[receiver as usize] += 1;
                 moved = true;

@@ -13,11 +13,14 @@ The pipeline, the same step for step in ``rust/src/assign/sticky.rs``:
 3. Otherwise ``general``: members keep everything they owned; unowned partitions
    go, most-constrained topic first, to the least-loaded subscriber; then a repair
    loop moves a partition of topic ``t`` from its most-loaded holder to its
-   least-loaded subscriber while the two differ by two or more. At the fixed point
-   no partition can move to make two members more equal — Java's
-   ``verifyValidityAndBalance`` rule. Every move lowers the sum of squared loads,
-   so the loop ends. Last, ``give_back`` returns partitions the repair moved away
-   from their previous owner along chains that leave every load as it is.
+   least-loaded subscriber while the two differ by two or more (among equally loaded
+   holders, one holding a partition placed this round; when the holder owned all it
+   holds of ``t`` before, chains of fresh moves first: ``fresh_chains``). At the fixed
+   point no partition can move to make two members more equal — Java's
+   ``verifyValidityAndBalance`` rule. Every move lowers the sum of squared loads (but
+   a bounded number of sideways chains), so the loop ends. Last, ``give_back``
+   returns partitions the repair moved away from their previous owner along chains
+   that leave every load as it is.
 
 Ties are broken by member index (sorted member id) and dense partition id, never by
 dict order, so the output is deterministic.
@@ -36,9 +39,11 @@ local to the receiver, or foreign to the giver, before any other.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Callable
 
+from groupcoord.reference.assign.fresh_chains import Holdings, chain_into, chain_out
 from groupcoord.reference.assign.give_back import give_back
 from groupcoord.reference.assign.model import GroupModel
 from groupcoord.reference.assign.rack import NO_RACK, Racks
@@ -326,6 +331,18 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
             load[m] = least + 1
             heapq.heappush(heap, (least + 1, m))
 
+    # chain_out's moves that leave the sum of squared loads as it is: at most one per
+    # member (fresh_chains.py), so the loop ends
+    sideways = 0
+    # per member, the fresh (not retained) partitions it holds: the chains' quick test
+    # for whether any member could start or end one
+    fresh_held = [0] * model.num_members
+    fresh: list[int] = []
+    for p, m in enumerate(owner):
+        if m != UNOWNED and not retained[p]:
+            fresh_held[m] += 1
+            fresh.append(p)
+    h = Holdings(owner, load, retained, fresh_held, fresh, previous)
     moved = True
     while moved:
         moved = False
@@ -335,13 +352,35 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
                 continue
             while True:
                 receiver = min(subscribers[t], key=lambda m: (load[m], m))
+                # The most loaded holder gives; among equals, one holding a partition
+                # placed this round (moving that one leaves every previous owner's
+                # partitions where they are: a cooperative round then revokes nothing
+                # where it otherwise would), then the lower index.
                 giver = owner[lo]
                 for p in range(lo + 1, hi):
                     o = owner[p]
                     if load[o] > load[giver] or (load[o] == load[giver] and o < giver):
                         giver = o
-                if load[giver] - load[receiver] < 2:
+                top = load[giver]
+                if top - load[receiver] < 2:
                     break
+                fresh_givers = [owner[p] for p in h.fresh_in(lo, hi) if load[owner[p]] == top]
+                if fresh_givers:
+                    giver = min(fresh_givers)
+                elif view is None:
+                    # the giver holds only partitions it owned before of this topic:
+                    # first try to balance by moving fresh ones (no revocation)
+                    if chain_into(model, h, receiver):
+                        moved = True
+                        continue
+                    if (
+                        sideways < model.num_members
+                        and top == load[receiver] + 2
+                        and chain_out(model, subscribers, h, giver)
+                    ):
+                        sideways += 1
+                        moved = True
+                        continue
                 if view is None:
                     victim = _pick_victim(owner, retained, giver, lo, hi)
                 else:
@@ -349,7 +388,13 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
                         view[0], owner, retained, giver, receiver, lo, hi
                     )
                 owner[victim] = receiver
+                if not retained[victim]:
+                    fresh_held[giver] -= 1
+                    del fresh[bisect_left(fresh, victim)]
                 retained[victim] = 1 if previous[victim] == receiver else 0
+                if not retained[victim]:
+                    fresh_held[receiver] += 1
+                    insort(fresh, victim)
                 load[giver] -= 1
                 load[receiver] += 1
                 moved = True
