@@ -436,14 +436,18 @@ pub fn general(
     let mut sideways = 0;
     // per member, the fresh (not retained) partitions it holds: the chains' quick
     // test for whether any member could start or end one
+    // nothing retained stays so: a partition only becomes retained by going back to its
+    // previous owner
+    let any_retained = retained.iter().any(|&r| r);
     let mut fresh_held = vec![0u32; model.num_members()];
-    let mut fresh = BTreeSet::new();
     for (p, &m) in owner.iter().enumerate() {
         if m != UNOWNED && !retained[p] {
             fresh_held[m as usize] += 1;
-            fresh.insert(p as DenseId);
         }
     }
+    // the fresh partitions, built when a chain is first tried (never, in a group
+    // without retained partitions) and kept up to date from then on
+    let mut fresh: Option<BTreeSet<DenseId>> = None;
     let mut moved = true;
     while moved {
         moved = false;
@@ -474,23 +478,43 @@ pub fn general(
                 if top < load[receiver as usize] + 2 {
                     break;
                 }
-                let fresh_giver = fresh
-                    .range(range.clone())
-                    .map(|&p| owner[p as usize])
-                    .filter(|&o| load[o as usize] == top)
-                    .min();
-                if let Some(o) = fresh_giver {
-                    giver = o;
+                // With nothing retained (a fresh assignment) the giver holds only fresh
+                // partitions; otherwise one of the holders as loaded does only if such a
+                // member holds any fresh partition at all (rarely, when members keep
+                // what they owned), which is checked before the topic is scanned.
+                let fresh_giver = if !any_retained {
+                    Some(giver)
+                } else if subs
+                    .iter()
+                    .any(|&m| load[m as usize] == top && fresh_held[m as usize] > 0)
+                {
+                    range
+                        .clone()
+                        .filter(|&p| !retained[p as usize])
+                        .map(|p| owner[p as usize])
+                        .filter(|&o| load[o as usize] == top)
+                        .min()
+                } else {
+                    None
+                };
+                if let Some(f) = fresh_giver {
+                    giver = f;
                 }
                 if racks.is_none() && fresh_giver.is_none() {
                     // the giver holds only partitions it owned before of this topic:
                     // first try to balance by moving fresh ones (no revocation)
+                    let set = fresh.get_or_insert_with(|| {
+                        (0..owner.len())
+                            .filter(|&p| owner[p] != UNOWNED && !retained[p])
+                            .map(|p| p as DenseId)
+                            .collect()
+                    });
                     let mut h = Holdings {
                         owner: &mut owner,
                         load: &mut load,
                         retained: &mut retained,
                         fresh_held: &mut fresh_held,
-                        fresh: &mut fresh,
+                        fresh: set,
                         previous: &previous,
                     };
                     if chain_into(model, &mut h, receiver) {
@@ -522,11 +546,15 @@ pub fn general(
                     fresh_held[giver as usize] -= 1;
                 }
                 retained[victim as usize] = previous[victim as usize] == receiver;
-                if retained[victim as usize] {
-                    fresh.remove(&victim);
-                } else {
+                if !retained[victim as usize] {
                     fresh_held[receiver as usize] += 1;
-                    fresh.insert(victim);
+                }
+                if let Some(set) = fresh.as_mut() {
+                    if retained[victim as usize] {
+                        set.remove(&victim);
+                    } else {
+                        set.insert(victim);
+                    }
                 }
                 load[giver as usize] -= 1;
                 load[receiver as usize] += 1;

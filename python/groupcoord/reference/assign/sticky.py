@@ -336,13 +336,16 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
     sideways = 0
     # per member, the fresh (not retained) partitions it holds: the chains' quick test
     # for whether any member could start or end one
+    # nothing retained stays so: a partition only becomes retained by going back to its
+    # previous owner
+    any_retained = any(retained)
     fresh_held = [0] * model.num_members
-    fresh: list[int] = []
     for p, m in enumerate(owner):
         if m != UNOWNED and not retained[p]:
             fresh_held[m] += 1
-            fresh.append(p)
-    h = Holdings(owner, load, retained, fresh_held, fresh, previous)
+    # the chains' state, with the fresh partitions listed when a chain is first tried
+    # (never, in a group without retained partitions) and kept up to date from then on
+    h: Holdings | None = None
     moved = True
     while moved:
         moved = False
@@ -364,12 +367,30 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
                 top = load[giver]
                 if top - load[receiver] < 2:
                     break
-                fresh_givers = [owner[p] for p in h.fresh_in(lo, hi) if load[owner[p]] == top]
-                if fresh_givers:
-                    giver = min(fresh_givers)
+                # With nothing retained (a fresh assignment) the giver holds only fresh
+                # partitions; otherwise one of the holders as loaded does only if such a
+                # member holds any fresh partition at all (rarely, when members keep
+                # what they owned), which is checked before the topic is scanned.
+                fresh_giver = giver if not any_retained else -1
+                if any_retained and any(
+                    load[m] == top and fresh_held[m] > 0 for m in subscribers[t]
+                ):
+                    fresh_giver = min(
+                        (
+                            owner[p]
+                            for p in range(lo, hi)
+                            if not retained[p] and load[owner[p]] == top
+                        ),
+                        default=-1,
+                    )
+                if fresh_giver >= 0:
+                    giver = fresh_giver
                 elif view is None:
                     # the giver holds only partitions it owned before of this topic:
                     # first try to balance by moving fresh ones (no revocation)
+                    if h is None:
+                        fresh = [p for p, m in enumerate(owner) if m != UNOWNED and not retained[p]]
+                        h = Holdings(owner, load, retained, fresh_held, fresh, previous)
                     if chain_into(model, h, receiver):
                         moved = True
                         continue
@@ -390,11 +411,13 @@ def general(model: GroupModel, previous: list[int], view: RackView | None) -> li
                 owner[victim] = receiver
                 if not retained[victim]:
                     fresh_held[giver] -= 1
-                    del fresh[bisect_left(fresh, victim)]
+                    if h is not None:
+                        del h.fresh[bisect_left(h.fresh, victim)]
                 retained[victim] = 1 if previous[victim] == receiver else 0
                 if not retained[victim]:
                     fresh_held[receiver] += 1
-                    insort(fresh, victim)
+                    if h is not None:
+                        insort(h.fresh, victim)
                 load[giver] -= 1
                 load[receiver] += 1
                 moved = True
