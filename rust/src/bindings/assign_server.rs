@@ -44,7 +44,7 @@ pub fn assign_server<'py>(
         current,
         partition_racks,
     )?;
-    result(py, &ran)
+    result(py, ran)
 }
 
 /// `plain_current(current)`: whether every value of the dict `current` is a dict (exactly:
@@ -367,11 +367,18 @@ fn kept_claims(
 }
 
 /// `{member_id: {topic: (partition, ...)}}` of a plan.
-fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
+/// Each member's list is dropped once its dict is built: the memory it frees is what
+/// the next dicts are allocated from (range's plan is a million ids, its result dicts
+/// six times that), rather than pages the process has not touched yet.
+fn result<'py>(py: Python<'py>, ran: Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
     let result = PyDict::new(py);
     let mut runs = RunTuples::default();
-    for (key, partitions) in ran.keys.iter().zip(&ran.plan) {
-        result.set_item(key, member_dict(py, ran, partitions, &mut runs)?)?;
+    let (offsets, names) = (&ran.model.offsets, &ran.names);
+    for (key, partitions) in ran.keys.iter().zip(ran.plan) {
+        result.set_item(
+            key,
+            member_dict(py, offsets, names, &partitions, &mut runs)?,
+        )?;
     }
     Ok(result)
 }
@@ -390,7 +397,7 @@ fn kept_result<'py>(
     for (m, (key, partitions)) in ran.keys.iter().zip(&ran.plan).enumerate() {
         let assignment = match reuse(m, partitions) {
             Some(dict) => dict,
-            None => member_dict(py, ran, partitions, &mut runs)?,
+            None => member_dict(py, &ran.model.offsets, &ran.names, partitions, &mut runs)?,
         };
         result.set_item(key, assignment.copy()?)?;
         kept.push(assignment.unbind());
@@ -401,11 +408,11 @@ fn kept_result<'py>(
 /// One member's `{topic: (partition, ...)}` of ascending dense ids, topics in dense order.
 fn member_dict<'py>(
     py: Python<'py>,
-    ran: &Ran<'py>,
+    offsets: &[DenseId],
+    names: &[Bound<'py, PyString>],
     partitions: &[DenseId],
     runs: &mut RunTuples<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (offsets, names) = (&ran.model.offsets, &ran.names);
     // partitions are ascending: one (topic, start, end) per run of the same topic, in a
     // buffer kept across members
     let mut spans = std::mem::take(&mut runs.spans);
