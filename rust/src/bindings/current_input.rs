@@ -52,7 +52,7 @@ impl<'py> CurrentReader<'py> {
     /// the claims come in ascending (topic, partition) order, the order results are
     /// built in; `owned` otherwise). Unknown topics and partitions out of range are
     /// ignored (topics get deleted, partitions never shrink); what is not a partition
-    /// number is refused as the reference's `read_held` does.
+    /// number is refused as the reference (`_held` in assignors/server.py) refuses it.
     pub fn read(
         &mut self,
         builder: &ModelBuilder,
