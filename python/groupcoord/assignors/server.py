@@ -240,7 +240,7 @@ def _check_input(members: object, topics: object, current: object) -> None:
 
 def _held(member_id: str, held: Mapping[str, Collection[int]]) -> list[tuple[str, int]]:
     """One member's part of ``current`` as claims; what is not an int32 partition number is
-    refused as ``read_held`` in rust/src/bindings/assign_server.rs refuses it."""
+    refused as ``CurrentReader::read`` in rust/src/bindings/current_input.rs refuses it."""
     claims: list[tuple[str, int]] = []
     for topic, partitions in held.items():
         for partition in partitions:

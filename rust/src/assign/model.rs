@@ -66,11 +66,20 @@ pub struct Member {
     pub topics: Arc<[TopicId]>,
     /// Distinct valid claims (existing topic, partition in range), on any topic.
     pub claims: Vec<DenseId>,
-    /// The subset of `claims` on topics the member still subscribes to.
-    pub subscribed_claims: Vec<DenseId>,
+    /// The subset of `claims` on topics the member still subscribes to, when that is
+    /// not all of them ([`Member::subscribed_claims`]): usually it is, and a million
+    /// claims are not copied to say so.
+    subscribed: Option<Vec<DenseId>>,
     pub generation: i32,
     /// As given; [`GroupModel::racks`] holds it interned.
     pub rack: Option<String>,
+}
+
+impl Member {
+    /// The subset of `claims` on topics the member still subscribes to, in order.
+    pub fn subscribed_claims(&self) -> &[DenseId] {
+        self.subscribed.as_deref().unwrap_or(&self.claims)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -134,8 +143,9 @@ pub struct MemberSpec {
     pub owned: Vec<(TopicId, i64)>,
     /// Claims already as dense ids of this builder's topic table, ascending and
     /// distinct: a plan this table produced, kept by a caller that recomputes the
-    /// same group (a million `owned` pairs are not converted, checked and stamped
-    /// again). Taken instead of `owned`, which is then empty.
+    /// same group, or claims a caller read in ascending order (a million `owned`
+    /// pairs are not converted, checked and stamped again). Taken instead of `owned`,
+    /// which is then empty.
     pub held: Vec<DenseId>,
     pub generation: i32,
     /// Subscription v3 `rack_id`; `None` and `""` both mean no rack (as in Java).
@@ -221,6 +231,16 @@ impl ModelBuilder {
         self.topic_names.len()
     }
 
+    /// The dense ids of topic `t` (as [`GroupModel::partitions_of`] will number them).
+    pub fn partitions_of(&self, t: TopicId) -> std::ops::Range<DenseId> {
+        self.offsets[t as usize]..self.offsets[t as usize + 1]
+    }
+
+    /// The topic of dense id `p` (binary search, as [`GroupModel::topic_of`]).
+    pub fn topic_of(&self, p: DenseId) -> TopicId {
+        (self.offsets.partition_point(|&o| o <= p) - 1) as TopicId
+    }
+
     /// Whether this builder's topic table is `names` with dense `offsets` (a kept
     /// model's): then dense ids mean the same partitions in both, and a plan of the
     /// kept model can be passed as [`MemberSpec::held`].
@@ -230,6 +250,16 @@ impl ModelBuilder {
 
     pub fn push_member(&mut self, member: MemberSpec) {
         self.members.push(member);
+    }
+
+    /// [`Self::push_member`] of each of `members`, taking the vector itself when it is
+    /// the first (ten thousand specs are not moved one by one into another).
+    pub fn push_members(&mut self, mut members: Vec<MemberSpec>) {
+        if self.members.is_empty() {
+            std::mem::swap(&mut self.members, &mut members);
+        } else {
+            self.members.append(&mut members);
+        }
     }
 
     /// The replica racks of partition `partition` of topic `t`. Partitions outside the
@@ -302,13 +332,13 @@ impl ModelBuilder {
                     .held
                     .last()
                     .is_some_and(|&p| (p as usize) < num_partitions));
-                let subscribed_claims = subscribed_runs(&offsets, &subscribed, &spec.held);
+                let subscribed = subscribed_runs(&offsets, &subscribed, &spec.held);
                 members.push(Member {
                     id: spec.id,
                     instance_id: spec.instance_id,
                     topics,
                     claims: spec.held,
-                    subscribed_claims,
+                    subscribed,
                     generation: spec.generation,
                     rack: spec.rack,
                 });
@@ -332,12 +362,13 @@ impl ModelBuilder {
                     subscribed_claims.push(p);
                 }
             }
+            let subscribed = (subscribed_claims.len() < claims.len()).then_some(subscribed_claims);
             members.push(Member {
                 id: spec.id,
                 instance_id: spec.instance_id,
                 topics,
                 claims,
-                subscribed_claims,
+                subscribed,
                 generation: spec.generation,
                 rack: spec.rack,
             });
@@ -352,15 +383,24 @@ impl ModelBuilder {
 }
 
 /// The claims of `held` (ascending dense ids) on topics marked in `subscribed`, in
-/// order. Copied a topic's run at a time: a kept plan holds long runs of one topic.
-fn subscribed_runs(offsets: &[DenseId], subscribed: &[bool], held: &[DenseId]) -> Vec<DenseId> {
-    let mut out = Vec::with_capacity(held.len());
+/// order, or `None` when that is all of them. Walked a topic's run at a time: a kept
+/// plan holds long runs of one topic.
+fn subscribed_runs(
+    offsets: &[DenseId],
+    subscribed: &[bool],
+    held: &[DenseId],
+) -> Option<Vec<DenseId>> {
+    let mut out: Option<Vec<DenseId>> = None;
     let mut start = 0;
     while start < held.len() {
         let t = offsets.partition_point(|&o| o <= held[start]) - 1;
         let end = start + held[start..].partition_point(|&p| p < offsets[t + 1]);
-        if subscribed[t] {
-            out.extend_from_slice(&held[start..end]);
+        match (&mut out, subscribed[t]) {
+            (Some(out), true) => out.extend_from_slice(&held[start..end]),
+            (Some(_), false) => {}
+            // the first run left out: what came before it was all subscribed
+            (None, false) => out = Some(held[..start].to_vec()),
+            (None, true) => {}
         }
         start = end;
     }
@@ -505,7 +545,7 @@ mod tests {
         let m = &model.members[0];
         assert_eq!(&*m.topics, &[1]);
         assert_eq!(m.claims, vec![1, 4]);
-        assert_eq!(m.subscribed_claims, vec![4]);
+        assert_eq!(m.subscribed_claims(), &[4]);
     }
 
     #[test]

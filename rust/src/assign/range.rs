@@ -58,7 +58,6 @@ fn subscribers_in_order(model: &GroupModel, order: &[MemberIdx]) -> Vec<Vec<Memb
 }
 
 fn plain(model: &GroupModel) -> Plan {
-    let mut plan: Plan = vec![Vec::new(); model.num_members()];
     let order = kafka_member_order(model);
     // Equal subscriptions (the usual case) share one list: `order` itself.
     let homogeneous = model
@@ -70,27 +69,66 @@ fn plain(model: &GroupModel) -> Plan {
     } else {
         subscribers_in_order(model, &order)
     };
-    for t in 0..model.num_topics() {
-        let members: &[MemberIdx] = match (homogeneous, model.members.first()) {
+    let topic_members = |t: usize| -> &[MemberIdx] {
+        match (homogeneous, model.members.first()) {
             (true, Some(m)) if m.topics.binary_search(&(t as TopicId)).is_ok() => &order,
             (true, _) => &[],
             (false, _) => subs.get(t).map_or(&[], Vec::as_slice),
-        };
+        }
+    };
+    // the i-th of a topic's `n` members gets `quota + (i < extra)` of its `count`
+    // partitions; with fewer partitions than members, those past the first `count` none
+    let share = |t: usize, n: usize| {
+        let count = model.partitions_of(t as TopicId).len() as u32;
+        let n = n as u32;
+        (count / n, count % n, count.min(n) as usize)
+    };
+    // Each member's list allocated once at its size (a million partitions pushed through
+    // doublings touch twice the memory). Homogeneous: counts by position in `order`,
+    // `quota` for the first `taking` and one more for the first `extra`, as differences.
+    let mut sizes = vec![0i64; model.num_members() + 1];
+    for t in 0..model.num_topics() {
+        let members = topic_members(t);
         if members.is_empty() {
             continue;
         }
-        let range = model.partitions_of(t as u32);
-        let count = range.end - range.start;
-        let n = members.len() as u32;
-        let (quota, extra) = (count / n, count % n);
-        // with fewer partitions than members, those past the first `count` get none
-        for (i, &m) in members.iter().enumerate().take(count.min(n) as usize) {
+        let (quota, extra, taking) = share(t, members.len());
+        if homogeneous {
+            sizes[0] += i64::from(quota) + 1;
+            sizes[taking] -= i64::from(quota);
+            sizes[extra as usize] -= 1;
+        } else {
+            for (i, &m) in members.iter().enumerate().take(taking) {
+                sizes[m as usize] += i64::from(quota + u32::from((i as u32) < extra));
+            }
+        }
+    }
+    let mut plan: Plan = vec![Vec::new(); model.num_members()];
+    let mut running = 0i64;
+    for (i, &size) in sizes[..model.num_members()].iter().enumerate() {
+        let (m, size) = if homogeneous {
+            running += size;
+            (order[i] as usize, running)
+        } else {
+            (i, size)
+        };
+        plan[m] = Vec::with_capacity(size as usize);
+    }
+    for t in 0..model.num_topics() {
+        let members = topic_members(t);
+        if members.is_empty() {
+            continue;
+        }
+        let first = model.partitions_of(t as TopicId).start;
+        let (quota, extra, taking) = share(t, members.len());
+        for (i, &m) in members.iter().enumerate().take(taking) {
             let i = i as u32;
-            let start = range.start + i * quota + i.min(extra);
+            let start = first + i * quota + i.min(extra);
             let len = quota + u32::from(i < extra);
             plan[m as usize].extend(start..start + len);
         }
     }
+    debug_assert!(plan.iter().all(|p| p.len() == p.capacity()));
     plan
 }
 

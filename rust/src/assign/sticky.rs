@@ -51,7 +51,7 @@ pub fn resolve_previous_owners(model: &GroupModel) -> Vec<MemberIdx> {
     let mut tied = vec![false; n];
     for (m, member) in model.members.iter().enumerate() {
         let generation = member.generation;
-        for &p in &member.subscribed_claims {
+        for &p in member.subscribed_claims() {
             let p = p as usize;
             if (owner[p] == UNOWNED && !tied[p]) || generation > best[p] {
                 owner[p] = m as MemberIdx;

@@ -58,7 +58,7 @@ fn homogeneous_lists(model: &GroupModel) -> Option<Plan> {
     let mut lists: Vec<std::borrow::Cow<'_, [DenseId]>> = Vec::with_capacity(members);
     let mut held = 0usize;
     for member in &model.members {
-        let claims = &member.subscribed_claims;
+        let claims = member.subscribed_claims();
         for &p in claims {
             let (word, bit) = (p as usize / 64, p % 64);
             if (claimed[word] >> bit) & 1 == 1 {
@@ -69,9 +69,9 @@ fn homogeneous_lists(model: &GroupModel) -> Option<Plan> {
         held += claims.len();
         // a member keeps its claims in partition order
         lists.push(if claims.windows(2).all(|w| w[0] < w[1]) {
-            std::borrow::Cow::Borrowed(claims.as_slice())
+            std::borrow::Cow::Borrowed(claims)
         } else {
-            let mut sorted = claims.clone();
+            let mut sorted = claims.to_vec();
             sorted.sort_unstable();
             std::borrow::Cow::Owned(sorted)
         });

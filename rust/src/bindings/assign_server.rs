@@ -10,13 +10,14 @@
 //! did not change get a copy of their kept dict rather than one built anew.
 
 use super::assign_input::{as_dict, read_partition_racks, read_topics};
-use super::errors::{from_assign_error, invalid_input, py_repr};
+use super::current_input::CurrentReader;
+use super::errors::{from_assign_error, invalid_input};
 use crate::assign::model::{DenseId, GroupModel, MemberSpec, TopicId};
 use crate::assign::ServerAlgorithm;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 
 /// `assign_server(kind, partitions_per_topic, members, current=None, partition_racks=None)`
@@ -43,7 +44,7 @@ pub fn assign_server<'py>(
         current,
         partition_racks,
     )?;
-    result(py, &ran)
+    result(py, ran)
 }
 
 /// `plain_current(current)`: whether every value of the dict `current` is a dict (exactly:
@@ -220,12 +221,12 @@ enum Current<'a, 'py> {
 type Plan = Vec<Vec<DenseId>>;
 
 /// A computation: the model, its plan, the caller's topic name objects (by topic id) and
-/// member id objects (by id), reused in the result.
+/// member id objects (by member index), reused in the result.
 struct Ran<'py> {
     model: GroupModel,
     plan: Plan,
     names: Vec<Bound<'py, PyString>>,
-    keys: FxHashMap<String, Bound<'py, PyString>>,
+    keys: Vec<Bound<'py, PyString>>,
     /// whether the model's topic table is the kept target's (dense ids mean the same)
     same_topics: bool,
 }
@@ -261,7 +262,8 @@ fn run<'py>(
         }
         _ => Vec::new(),
     };
-    let mut keys = FxHashMap::default();
+    let mut reader = CurrentReader::new(&names);
+    let mut keys = Vec::with_capacity(members.len());
     let mut specs = Vec::with_capacity(members.len());
     // Members with equal subscriptions usually share one topics object (the coordinator
     // interns them): resolve each object once, by address. `alive` holds every object
@@ -272,9 +274,8 @@ fn run<'py>(
         let member_id = member_id
             .cast_into::<PyString>()
             .map_err(|_| invalid_input(py, "member ids must be str"))?;
-        let id = member_id.to_str()?.to_owned();
         let mut spec = MemberSpec {
-            id: id.clone(),
+            id: member_id.to_str()?.to_owned(),
             ..Default::default()
         };
         let topics = member.getattr(intern!(py, "topics"))?;
@@ -285,9 +286,9 @@ fn run<'py>(
             let mut ids = Vec::new();
             for topic in topics.try_iter()? {
                 let topic = topic?;
-                let topic = topic
-                    .cast::<PyString>()
-                    .map_err(|_| invalid_input(py, format!("topics of {id:?} must be str")))?;
+                let topic = topic.cast::<PyString>().map_err(|_| {
+                    invalid_input(py, format!("topics of {:?} must be str", spec.id))
+                })?;
                 if let Some(t) = builder.topic_id(topic.to_str()?) {
                     ids.push(t);
                 }
@@ -309,11 +310,11 @@ fn run<'py>(
             Current::Nothing => {}
             Current::Given(current) => {
                 if let Some(held) = current.get_item(&member_id)? {
-                    read_held(&builder, &member_id, &held, &mut spec.owned)?;
+                    reader.read(&builder, &member_id, &held, &mut spec)?;
                 }
             }
             Current::Kept { offsets, held, .. } => {
-                if let Some(held) = held.get(&id) {
+                if let Some(held) = held.get(&spec.id) {
                     if same_topics {
                         spec.held.clone_from(&held.plan);
                     } else {
@@ -323,11 +324,16 @@ fn run<'py>(
             }
         }
         specs.push(spec);
-        keys.insert(id, member_id);
+        keys.push(member_id);
     }
-    for spec in specs {
-        builder.push_member(spec);
+    // the model orders members by id: so do their key objects (members usually come in
+    // that order already, and then neither is moved)
+    if !specs.windows(2).all(|w| w[0].id < w[1].id) {
+        let mut pairs: Vec<_> = specs.into_iter().zip(keys).collect();
+        pairs.sort_unstable_by(|a, b| a.0.id.cmp(&b.0.id));
+        (specs, keys) = pairs.into_iter().unzip();
     }
+    builder.push_members(specs);
     read_partition_racks(&mut builder, partition_racks)?;
     let model = builder.build().map_err(|e| from_assign_error(py, &e))?;
     let plan = py.detach(|| algorithm.run(&model));
@@ -361,12 +367,18 @@ fn kept_claims(
 }
 
 /// `{member_id: {topic: (partition, ...)}}` of a plan.
-fn result<'py>(py: Python<'py>, ran: &Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
+/// Each member's list is dropped once its dict is built: the memory it frees is what
+/// the next dicts are allocated from (range's plan is a million ids, its result dicts
+/// six times that), rather than pages the process has not touched yet.
+fn result<'py>(py: Python<'py>, ran: Ran<'py>) -> PyResult<Bound<'py, PyDict>> {
     let result = PyDict::new(py);
     let mut runs = RunTuples::default();
-    for (member, partitions) in ran.model.members.iter().zip(&ran.plan) {
-        let assignment = member_dict(py, ran, partitions, &mut runs)?;
-        result.set_item(&ran.keys[&member.id], assignment)?;
+    let (offsets, names) = (&ran.model.offsets, &ran.names);
+    for (key, partitions) in ran.keys.iter().zip(ran.plan) {
+        result.set_item(
+            key,
+            member_dict(py, offsets, names, &partitions, &mut runs)?,
+        )?;
     }
     Ok(result)
 }
@@ -382,12 +394,12 @@ fn kept_result<'py>(
     let result = PyDict::new(py);
     let mut runs = RunTuples::default();
     let mut kept = Vec::with_capacity(ran.plan.len());
-    for (m, (member, partitions)) in ran.model.members.iter().zip(&ran.plan).enumerate() {
+    for (m, (key, partitions)) in ran.keys.iter().zip(&ran.plan).enumerate() {
         let assignment = match reuse(m, partitions) {
             Some(dict) => dict,
-            None => member_dict(py, ran, partitions, &mut runs)?,
+            None => member_dict(py, &ran.model.offsets, &ran.names, partitions, &mut runs)?,
         };
-        result.set_item(&ran.keys[&member.id], assignment.copy()?)?;
+        result.set_item(key, assignment.copy()?)?;
         kept.push(assignment.unbind());
     }
     Ok((result, kept))
@@ -396,24 +408,21 @@ fn kept_result<'py>(
 /// One member's `{topic: (partition, ...)}` of ascending dense ids, topics in dense order.
 fn member_dict<'py>(
     py: Python<'py>,
-    ran: &Ran<'py>,
+    offsets: &[DenseId],
+    names: &[Bound<'py, PyString>],
     partitions: &[DenseId],
     runs: &mut RunTuples<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (offsets, names) = (&ran.model.offsets, &ran.names);
-    // partitions are ascending: one (topic, start, end) per run of the same topic
-    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+    // partitions are ascending: one (topic, start, end) per run of the same topic, in a
+    // buffer kept across members
+    let mut spans = std::mem::take(&mut runs.spans);
+    spans.clear();
     let mut t = 0usize;
     let mut start = 0usize;
     while start < partitions.len() {
-        while offsets[t + 1] <= partitions[start] {
-            t += 1;
-        }
-        let end = start
-            + partitions[start..]
-                .iter()
-                .take_while(|&&p| p < offsets[t + 1])
-                .count();
+        let p = partitions[start];
+        t += leading(&offsets[t + 1..], |o| o <= p);
+        let end = start + leading(&partitions[start..], |q| q < offsets[t + 1]);
         spans.push((t, start, end));
         start = end;
     }
@@ -421,28 +430,76 @@ fn member_dict<'py>(
         let first = offsets[t];
         partitions[start..end].iter().map(move |&p| p - first)
     };
-    // Range gives each of its first members the same partition of every topic: one
-    // tuple for hundreds of topics, a dict `dict.fromkeys` builds presized in one call
-    // (inserting a thousand keys one by one resizes it seven times)
-    if spans.len() >= SAME_VALUE_MIN && spans.iter().all(|s| numbers(s).eq(numbers(&spans[0]))) {
+    let same_value = |spans: &[(usize, usize, usize)]| {
+        let (t0, s0, e0) = spans[0];
+        let first = &partitions[s0..e0];
+        spans.iter().all(|&(t, s, e)| {
+            e - s == first.len()
+                && partitions[s..e]
+                    .iter()
+                    .zip(first)
+                    .all(|(&p, &q)| p - offsets[t] == q - offsets[t0])
+        })
+    };
+    let out = if spans.len() >= SAME_VALUE_MIN && same_value(&spans) {
+        // Range gives each of its first members the same partition of every topic: one
+        // tuple for hundreds of topics. A copy of a `{topic: None}` dict of those topics
+        // is presized and hashed already (inserting a thousand keys one by one resizes
+        // seven times); only the values are then set.
         let (_, start, end) = spans[0];
         let value = runs.tuple(py, numbers(&spans[0]), end - start)?;
-        let keys = runs.keys(py, names, spans.iter().map(|&(t, _, _)| t))?;
-        return Ok(py
-            .get_type::<PyDict>()
-            .call_method1(intern!(py, "fromkeys"), (keys, value))?
-            .cast_into::<PyDict>()?);
-    }
-    let assignment = PyDict::new(py);
-    for span in &spans {
-        let (t, start, end) = *span;
-        assignment.set_item(&names[t], runs.tuple(py, numbers(span), end - start)?)?;
-    }
-    Ok(assignment)
+        let dict = runs.keys(py, names, &spans)?.copy()?;
+        for &(t, _, _) in &spans {
+            set_item(&dict, &names[t], &value)?;
+        }
+        dict
+    } else {
+        let dict = PyDict::new(py);
+        for span in &spans {
+            let (t, start, end) = *span;
+            set_item(
+                &dict,
+                &names[t],
+                &runs.tuple(py, numbers(span), end - start)?,
+            )?;
+        }
+        dict
+    };
+    runs.spans = spans;
+    Ok(out)
 }
 
-/// Members with this many topics or more, all holding one tuple, get their dict from
-/// `dict.fromkeys` (below it, a call costs more than the inserts).
+/// How many of the first items of `items` satisfy `pred`, which holds for a prefix of
+/// them: galloping, so a run of one (range's members, a partition of each topic) costs
+/// a comparison or two and a long one (uniform's) a logarithm.
+fn leading(items: &[DenseId], pred: impl Fn(DenseId) -> bool) -> usize {
+    if items.first().is_none_or(|&x| !pred(x)) {
+        return 0;
+    }
+    let mut hi = 1;
+    while hi < items.len() && pred(items[hi]) {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    lo + items[lo..hi.min(items.len())].partition_point(|&x| pred(x))
+}
+
+/// `dict[key] = value` without PyO3's conversions (a million times for range's result).
+fn set_item(
+    dict: &Bound<'_, PyDict>,
+    key: &Bound<'_, PyString>,
+    value: &Bound<'_, PyTuple>,
+) -> PyResult<()> {
+    // SAFETY: three live objects, the GIL held; PyDict_SetItem takes its own references.
+    if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(dict.py()))
+    }
+}
+
+/// Members with this many topics or more, all holding one tuple, get their dict as a
+/// copy of a keys dict (below it, building the keys dict costs more than the inserts).
 const SAME_VALUE_MIN: usize = 16;
 
 /// Builds the partition tuples of a result, sharing what can be shared: a tuple is
@@ -458,6 +515,8 @@ struct RunTuples<'py> {
     consecutive: rustc_hash::FxHashMap<(u32, usize), Bound<'py, PyTuple>>,
     /// the last keys dict [`Self::keys`] built, and its topics
     last_keys: Option<(Vec<usize>, Bound<'py, PyDict>)>,
+    /// [`member_dict`]'s buffer of (topic, start, end) runs
+    spans: Vec<(usize, usize, usize)>,
 }
 
 impl<'py> RunTuples<'py> {
@@ -474,25 +533,24 @@ impl<'py> RunTuples<'py> {
         Ok(i)
     }
 
-    /// `{names[t]: None}` for the topics `topics` (in that order), the keys of a member's
-    /// dict; members in a row mostly have the same ones, so the last is reused.
+    /// `{names[t]: None}` for the topics of `spans` (in that order), the keys of a
+    /// member's dict; members in a row mostly have the same ones, so the last is reused.
     fn keys(
         &mut self,
         py: Python<'py>,
         names: &[Bound<'py, PyString>],
-        topics: impl Iterator<Item = usize>,
+        spans: &[(usize, usize, usize)],
     ) -> PyResult<Bound<'py, PyDict>> {
-        let topics: Vec<usize> = topics.collect();
         if let Some((last, keys)) = &self.last_keys {
-            if *last == topics {
+            if last.iter().copied().eq(spans.iter().map(|s| s.0)) {
                 return Ok(keys.clone());
             }
         }
         let keys = PyDict::new(py);
-        for &t in &topics {
+        for &(t, _, _) in spans {
             keys.set_item(&names[t], py.None())?;
         }
-        self.last_keys = Some((topics, keys.clone()));
+        self.last_keys = Some((spans.iter().map(|s| s.0).collect(), keys.clone()));
         Ok(keys)
     }
 
@@ -544,91 +602,4 @@ fn untracked(tuple: Bound<'_, PyTuple>) -> Bound<'_, PyTuple> {
     // SAFETY: `tuple` is a live, GC-tracked tuple we just made and hold.
     unsafe { ffi::PyObject_GC_UnTrack(tuple.as_ptr().cast()) };
     tuple
-}
-
-/// An exact `int` that fits an int32, read without PyO3's conversion machinery; `None`
-/// for anything else (bools, other types, big ints), which the checked path then judges.
-fn exact_int32(obj: &Borrowed<'_, '_, PyAny>) -> Option<i32> {
-    // SAFETY: `obj` is a live object; PyLong_AsLongAndOverflow on an exact int reports
-    // overflow through `overflow` and never raises.
-    unsafe {
-        if ffi::PyLong_CheckExact(obj.as_ptr()) == 0 {
-            return None;
-        }
-        let mut overflow = 0;
-        let value = ffi::PyLong_AsLongAndOverflow(obj.as_ptr(), &mut overflow);
-        if overflow != 0 {
-            return None;
-        }
-        i32::try_from(value).ok()
-    }
-}
-
-/// One member's part of `current`: {topic: partitions}. Unknown topics and partitions
-/// out of range are ignored (topics get deleted, partitions never shrink); what is
-/// not a partition number is refused as the reference's `read_held` does.
-fn read_held(
-    builder: &crate::assign::model::ModelBuilder,
-    member_id: &Bound<'_, PyString>,
-    held: &Bound<'_, PyAny>,
-    out: &mut Vec<(TopicId, i64)>,
-) -> PyResult<()> {
-    let py = held.py();
-    let held = as_dict(held, "current assignments")?;
-    for (topic, partitions) in held.iter() {
-        let topic = topic.cast_into::<PyString>().map_err(|e| {
-            invalid_input(
-                py,
-                format!(
-                    "current assignment of {} must map topic names (str) to partitions, got {}",
-                    py_repr(member_id.as_any()),
-                    py_repr(&e.into_inner())
-                ),
-            )
-        })?;
-        let t = builder.topic_id(topic.to_str()?);
-        let refuse = |partition: &Bound<'_, PyAny>| {
-            invalid_input(
-                py,
-                format!(
-                    "partitions of {} in current must be int32, got {} in topic {}",
-                    py_repr(member_id.as_any()),
-                    py_repr(partition),
-                    py_repr(topic.as_any())
-                ),
-            )
-        };
-        // sized once: a million pushes through doublings touch twice the memory
-        out.reserve(partitions.len().unwrap_or(0));
-        let checked = |partition: &Bound<'_, PyAny>| -> PyResult<i32> {
-            let number = if partition.is_instance_of::<PyBool>() {
-                None
-            } else {
-                partition.extract::<i32>().ok()
-            };
-            number.ok_or_else(|| refuse(partition))
-        };
-        // Tuples (what assign_server returns, so what comes back as `current`) are read
-        // without new references and exact ints without PyO3's conversion: a million of
-        // them are most of the work when a 10,000-member group is reassigned.
-        if let Ok(tuple) = partitions.cast::<PyTuple>() {
-            for partition in tuple.iter_borrowed() {
-                let number = match exact_int32(&partition) {
-                    Some(number) => number,
-                    None => checked(&partition.to_owned())?,
-                };
-                if let Some(t) = t {
-                    out.push((t, i64::from(number)));
-                }
-            }
-        } else {
-            for partition in partitions.try_iter()? {
-                let number = checked(&partition?)?;
-                if let Some(t) = t {
-                    out.push((t, i64::from(number)));
-                }
-            }
-        }
-    }
-    Ok(())
 }

@@ -5,6 +5,7 @@ mod app_loop;
 mod assign;
 mod assign_input;
 mod assign_server;
+mod current_input;
 mod errors;
 mod group_memo;
 mod tuple_maker;
