@@ -343,13 +343,6 @@ class LogFormat(StrEnum):
     json = "json"
 
 
-class EventLoop(StrEnum):
-    """``serve --event-loop`` (groupcoord.server.event_loop)."""
-
-    uvloop = "uvloop"
-    asyncio = "asyncio"
-
-
 def parse_topic(spec: str) -> tuple[str, int]:
     """``NAME:PARTITIONS`` as given to ``--topic``."""
     name, sep, count = spec.rpartition(":")
@@ -490,15 +483,6 @@ def serve(
             " message, and fields such as group, member, client).",
         ),
     ] = LogFormat.text,
-    event_loop: Annotated[
-        EventLoop,
-        typer.Option(
-            parser=choice(EventLoop),
-            metavar=choice_metavar(EventLoop),
-            help="The event loop: uvloop (libuv; less CPU per request) or asyncio (the"
-            " standard library's, where uvloop is not installed).",
-        ),
-    ] = EventLoop.uvloop,
     event_log: Annotated[
         Path | None,
         typer.Option(
@@ -631,7 +615,6 @@ def serve(
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run
-    from groupcoord.server.event_loop import loop_factory
     from groupcoord.server.log_format import configure_logging
 
     if memory and data_dir is not None:
@@ -684,17 +667,13 @@ def serve(
         )
     except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))
-    try:
-        make_loop = loop_factory(event_loop.value)
-    except ValueError as exc:
-        _fail(str(exc))
     configure_logging(log_level.value, log_format.value)
 
     def ready(bound_host: str, bound_port: int) -> None:
         print(f"groupcoord listening on {bound_host}:{bound_port}", flush=True)
 
     try:
-        run(config, on_ready=ready, loop_factory=make_loop)
+        run(config, on_ready=ready)
     except StartupError as exc:
         _fail(str(exc))
     except OSError as exc:

@@ -18,7 +18,7 @@ START_TIMEOUT_S = 30.0
 READY_PREFIX = "groupcoord listening on "
 
 
-def serve_fails(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+def serve_fails(*args: str, cwd: Path | None = None) -> str:
     """Run ``groupcoord serve ARGS``, expect exit status 2 before it listens; its stderr."""
     result = subprocess.run(
         [sys.executable, "-m", "groupcoord", "serve", "--port", "0", *args],
@@ -26,7 +26,6 @@ def serve_fails(*args: str, cwd: Path | None = None, env: dict[str, str] | None 
         text=True,
         timeout=START_TIMEOUT_S,
         cwd=cwd,
-        env=env,
     )
     assert result.returncode == 2, result.stderr
     assert result.stdout == "" and "Traceback" not in result.stderr
@@ -106,32 +105,3 @@ def test_topic_flag_grows_an_existing_topic_and_refuses_to_shrink_it(tmp_path: P
     err = serve_fails("--data-dir", data, "--topic", "orders:6")
     assert "topic orders:6: [INVALID_PARTITIONS]" in err
     assert "currently has 24 partitions" in err and "never removed" in err
-
-
-@pytest.mark.parametrize(
-    ("flags", "loop"), [((), "uvloop"), (("--event-loop", "asyncio"), "asyncio")]
-)
-def test_the_event_loop_is_uvloop_unless_asyncio_is_asked_for(
-    flags: tuple[str, ...], loop: str
-) -> None:
-    err = serve_and_stop("--memory", *flags)
-    assert f"event loop: {loop}" in err
-
-
-def test_an_unknown_event_loop_is_refused() -> None:
-    err = serve_fails("--memory", "--event-loop", "trio")
-    assert "--event-loop" in err and "trio" in err
-
-
-def test_without_uvloop_the_error_names_the_flag(tmp_path: Path) -> None:
-    # a sitecustomize that makes `import uvloop` fail, as on a machine without it
-    (tmp_path / "sitecustomize.py").write_text('import sys\nsys.modules["uvloop"] = None\n')
-    path = os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = dict(os.environ, PYTHONPATH=path)
-    err = serve_fails("--memory", env=env)
-    assert "--event-loop uvloop: uvloop is not installed" in err
-    assert "--event-loop asyncio" in err
-    proc = subprocess.run(
-        [sys.executable, "-c", "import uvloop"], env=env, capture_output=True, timeout=30
-    )
-    assert proc.returncode != 0  # the sitecustomize did hide it

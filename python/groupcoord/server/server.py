@@ -682,20 +682,13 @@ def _advertised(config: ServerConfig, host: str) -> str:
     return host
 
 
-def run(
-    config: ServerConfig,
-    on_ready: Callable[[str, int], None] | None = None,
-    *,
-    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
-) -> None:
+def run(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None) -> None:
     """Run a server until SIGTERM or SIGINT, then shut down gracefully. ``on_ready(host,
-    port)`` is called once it accepts connections; ``loop_factory`` makes the event loop
-    (:mod:`~groupcoord.server.event_loop`; ``None``: asyncio's)."""
+    port)`` is called once it accepts connections."""
 
     async def main() -> None:
         server = Server(config)
         await server.start()
-        log.info("event loop: %s", type(asyncio.get_running_loop()).__module__.split(".")[0])
         # what start-up built lives as long as the server: out of the collector's way
         gc.collect()
         gc.freeze()
@@ -719,5 +712,4 @@ def run(
                     loop.remove_signal_handler(sig)
             await server.close()
 
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(main())
+    asyncio.run(main())
