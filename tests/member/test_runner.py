@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from runner_helpers import ALL, TOPIC, Ledger, Poller, assert_no_thread_errors, balanced
+from runner_helpers import (
+    ALL,
+    SERVER_ARGS,
+    TOPIC,
+    Ledger,
+    Poller,
+    assert_no_thread_errors,
+    balanced,
+)
 
 from groupcoord.errors import FencedInstanceIdError
 from groupcoord.member import GroupMember
@@ -272,8 +281,34 @@ def _ours(partitions: Any) -> frozenset[TopicPartition]:
 
 
 def test_mixed_group_with_kafka_python_keeps_ownership_exclusive(
-    server: Any, make_member: Callable[..., GroupMember]
+    server: Any,
+    serve_factory: Callable[..., Any],
+    make_member: Callable[..., GroupMember],
 ) -> None:
+    """GroupMember and kafka-python members join and leave one at a time; after each step
+    the group settles with every partition owned exactly once, and no two members ever
+    own one at the same time.
+
+    kafka-python 3.0.12 sometimes stalls after a rebalance: a leader whose SyncGroup our
+    server answered (its log shows the assignment received) sends nothing more and is
+    expired (about one run in ten on this loaded machine; the same against Apache Kafka
+    4.4.0, reproduced by tools/kafka_python_stall.py). So a step that does not settle in
+    time runs the scenario once more on a fresh server, the first failure shown as a
+    warning, as tests/interop/test_kafka_python.py's ``with_one_retry`` does; a second
+    failure fails the test, and an ownership violation or overlap fails it at once."""
+    try:
+        _mixed_group_scenario(server.bootstrap, make_member)
+    except AssertionError as first:
+        if not str(first).startswith("timed out after"):
+            raise
+        warnings.warn(
+            f"kafka-python scenario failed once, retried: {str(first)[:300]}", stacklevel=2
+        )
+        retry = serve_factory(*SERVER_ARGS).bootstrap
+        _mixed_group_scenario(retry, lambda **kw: make_member(**{"bootstrap_servers": retry, **kw}))
+
+
+def _mixed_group_scenario(bootstrap: str, make_member: Callable[..., GroupMember]) -> None:
     ledger = Ledger()
     ours: dict[str, Poller] = {}
     theirs: dict[str, KafkaPythonMember] = {}
@@ -311,10 +346,10 @@ def test_mixed_group_with_kafka_python_keeps_ownership_exclusive(
     try:
         steps: list[Callable[[], None]] = [
             # k1 (kafka-python) leads first; once it leaves, one of ours does
-            lambda: theirs.__setitem__("k1", KafkaPythonMember(server.bootstrap, ledger, "k1")),
+            lambda: theirs.__setitem__("k1", KafkaPythonMember(bootstrap, ledger, "k1")),
             lambda: ours.__setitem__("a", Poller(make_member(listener=ledger.listener("a")))),
             lambda: ours.__setitem__("b", Poller(make_member(listener=ledger.listener("b")))),
-            lambda: theirs.__setitem__("k2", KafkaPythonMember(server.bootstrap, ledger, "k2")),
+            lambda: theirs.__setitem__("k2", KafkaPythonMember(bootstrap, ledger, "k2")),
             lambda: theirs.pop("k1").close(),
             lambda: ours.pop("a").close(),
         ]
