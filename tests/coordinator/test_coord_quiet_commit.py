@@ -19,7 +19,7 @@ import twin_harness
 from coord_harness import FakeMember, rebalance
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from twin_harness import GROUP, absorb_released, settle
+from twin_harness import GROUP, run_steps
 
 from groupcoord.coordinator import (
     OffsetCommitRequest,
@@ -117,30 +117,16 @@ def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[
     twin = Twin()
     members = twin.members(static)
     twin.wire()
-    waiting: list[tuple[FakeMember, int]] = []
-    for step in steps:
-        kind = step[0]
-        if kind == "advance":
-            twin.advance(step[1])
-        elif kind == "settle":
-            settle(twin, members[: step[1]])
-        elif kind == "fail-writes":
+
+    def act(step: Any) -> None:
+        if step[0] == "fail-writes":
             twin.a.store.fail_writes = twin.b.store.fail_writes = step[1]
-        else:
-            m = members[step[1]]
-            if kind == "join":
-                waiting.append((m, m.join()))
-            elif kind == "sync":
-                if m.generation >= 0 and m.member_id:
-                    waiting.append((m, m.sync()))
-            elif kind == "heartbeat":
-                m.heartbeat()
-            elif kind == "commit":
-                _commit(m, step[2], step[3])
-            else:
-                m.leave()
-        waiting = absorb_released(twin, waiting)
-        twin.check()
+        elif step[0] == "heartbeat":
+            members[step[1]].heartbeat()
+        else:  # commit
+            _commit(members[step[1]], step[2], step[3])
+
+    run_steps(twin, members, steps, act)
     event(f"quiet commits: {min(twin.quiet, 3)}{'+' if twin.quiet >= 3 else ''}")
 
 

@@ -17,7 +17,7 @@ import twin_harness
 from coord_harness import FakeMember, rebalance
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from twin_harness import GROUP, absorb_released, settle
+from twin_harness import GROUP, run_steps
 
 from groupcoord.coordinator import HeartbeatRequest, HeartbeatResponse
 
@@ -67,33 +67,19 @@ def test_quiet_heartbeat_is_handle_when_it_accepts(static: list[bool], steps: li
     twin = Twin()
     members = twin.members(static)
     twin.wire()
-    waiting: list[tuple[FakeMember, int]] = []
-    for step in steps:
-        kind = step[0]
-        if kind == "advance":
-            twin.advance(step[1])
-        elif kind == "settle":
-            settle(twin, members[: step[1]])
+
+    def act(step: Any) -> None:  # a heartbeat, right or with one field wrong
+        m = members[step[1]]
+        if step[2] == "old-generation":
+            m.heartbeat(generation_id=m.generation - 1)
+        elif step[2] == "unknown-id":
+            m.heartbeat(member_id=m.member_id + "x")
+        elif step[2] == "instance":
+            m.heartbeat(group_instance_id="other")
         else:
-            m = members[step[1]]
-            if kind == "join":
-                waiting.append((m, m.join()))
-            elif kind == "sync":
-                if m.generation >= 0 and m.member_id:
-                    waiting.append((m, m.sync()))
-            elif kind == "heartbeat":
-                if step[2] == "old-generation":
-                    m.heartbeat(generation_id=m.generation - 1)
-                elif step[2] == "unknown-id":
-                    m.heartbeat(member_id=m.member_id + "x")
-                elif step[2] == "instance":
-                    m.heartbeat(group_instance_id="other")
-                else:
-                    m.heartbeat()
-            else:
-                m.leave()
-        waiting = absorb_released(twin, waiting)
-        twin.check()
+            m.heartbeat()
+
+    run_steps(twin, members, steps, act)
     event(f"quiet heartbeats: {min(twin.quiet, 3)}+" if twin.quiet >= 3 else f"quiet: {twin.quiet}")
 
 

@@ -5,6 +5,7 @@ declines. :meth:`Twin.check` then compares everything the two hold."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coord_harness import FakeMember, Harness
@@ -119,3 +120,32 @@ def absorb_released(
         else:
             m.absorb(response)
     return still
+
+
+def run_steps(
+    twin: Twin, members: list[FakeMember], steps: list[Any], act: Callable[[Any], None]
+) -> None:
+    """Play hypothesis steps on the twin: ``("advance", ms)``, ``("settle", n)`` (the first
+    n members) and ``("join" | "sync" | "leave", member index)``; a step of any other kind
+    is the test's own, ``act(step)``. After every step the answers released meanwhile are
+    absorbed and the two coordinators compared."""
+    waiting: list[tuple[FakeMember, int]] = []
+    for step in steps:
+        kind = step[0]
+        if kind == "advance":
+            twin.advance(step[1])
+        elif kind == "settle":
+            settle(twin, members[: step[1]])
+        elif kind == "join":
+            m = members[step[1]]
+            waiting.append((m, m.join()))
+        elif kind == "sync":
+            m = members[step[1]]
+            if m.generation >= 0 and m.member_id:
+                waiting.append((m, m.sync()))
+        elif kind == "leave":
+            members[step[1]].leave()
+        else:
+            act(step)
+        waiting = absorb_released(twin, waiting)
+        twin.check()

@@ -331,6 +331,18 @@ def _lazy_answers() -> Iterator[list[int]]:
         yield counts
 
 
+def _processing_group(overrides: dict[str, Any]) -> Scenario:
+    """Six members processing records (the default workload) for 90 s over a network of
+    0.2-6 ms latencies, with ``overrides`` (``Scenario.replace`` keys)."""
+    return Scenario.from_dict(
+        {
+            "duration_s": 90,
+            "group": {"members": 6, "topics": {"t": 6}},
+            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 6}},
+        }
+    ).replace(**overrides)
+
+
 @pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 @pytest.mark.parametrize(
     "overrides",
@@ -354,13 +366,7 @@ def test_members_that_process_stay_lazy_across_answers(
     """The scenario's default workload (every member processes records): the step that
     reads a heartbeat's or a commit's answer, or sends an auto-commit, leaves the process
     lazy, and the outputs are the eager engine's."""
-    scenario = Scenario.from_dict(
-        {
-            "duration_s": 90,
-            "group": {"members": 6, "topics": {"t": 6}},
-            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 6}},
-        }
-    ).replace(**overrides)
+    scenario = _processing_group(overrides)
     with _lazy_answers() as counts:
         lazy = run(scenario, 7, check_invariants=True, native=native)
     eager = run(scenario, 7, lazy=False)
@@ -399,13 +405,7 @@ def test_auto_commits_take_the_quiet_paths_and_change_nothing(overrides: dict[st
     """Auto-commits of stable members are sent by ``MemberMachine.poll_idle_commit`` and
     taken by ``GroupCoordinator.quiet_offset_commit`` in the lazy engine; the outputs are
     the eager engine's (which sends and handles every one the full way)."""
-    scenario = Scenario.from_dict(
-        {
-            "duration_s": 90,
-            "group": {"members": 6, "topics": {"t": 6}},
-            "network": {"latency_ms": {"dist": "uniform", "low": 0.2, "high": 6}},
-        }
-    ).replace(**overrides)
+    scenario = _processing_group(overrides)
     with _commit_paths() as counts:
         lazy = run(scenario, 11, check_invariants=True)
     eager = run(scenario, 11, lazy=False)

@@ -127,7 +127,7 @@ class Connection(asyncio.Protocol):
     # ------------------------------------------------------------------ transport events
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # a stream transport (uvloop's is one without subclassing asyncio.Transport)
+        # create_server hands a stream transport: the cast says so to the type checker
         transport = cast(asyncio.Transport, transport)
         self._transport = transport
         self._tls = transport.get_extra_info("sslcontext") is not None
