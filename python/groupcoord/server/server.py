@@ -259,8 +259,7 @@ class Server:
         self.host = config.host
         self.port = config.port
         self._listeners: list[asyncio.Server] = []
-        #: open connections, each with its ``closed`` future
-        self._connections: dict[Connection, asyncio.Future[None]] = {}
+        self._connections: dict[Connection, asyncio.Task[None]] = {}
         self._closed = asyncio.Event()
         self._closing = False
         self.topic_log: TopicLog | None = None
@@ -355,8 +354,8 @@ class Server:
         for index, endpoint in enumerate(config.endpoints()):
             # connections of listener ``index`` go to ``self._routes[index]``, filled in
             # below once the bound port is known (nothing is accepted before start_serving)
-            listener = await asyncio.get_running_loop().create_server(
-                functools.partial(self._new_connection, index),
+            listener = await asyncio.start_server(
+                functools.partial(self._on_connection, index),
                 endpoint.host,
                 endpoint.port,
                 ssl=tls if endpoint.tls else None,
@@ -476,12 +475,11 @@ class Server:
                 connection.close("server shutdown")
             if self._fetches is not None:
                 self._fetches.close()
-            closing = dict(self._connections)
-            if closing:
-                _, late = await asyncio.wait(closing.values(), timeout=SHUTDOWN_GRACE_S)
-                for connection, closed in closing.items():
-                    if closed in late:
-                        connection.abort()
+            tasks = list(self._connections.values())
+            if tasks:
+                _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+                for task in late:
+                    task.cancel()
                 await asyncio.gather(*late, return_exceptions=True)
             for listener in self._listeners:
                 await listener.wait_closed()
@@ -507,56 +505,57 @@ class Server:
 
     # ------------------------------------------------------------------ connections
 
-    def _new_connection(self, index: int) -> Connection:
-        """A connection accepted on listener ``index`` (the protocol factory)."""
+    async def _on_connection(
+        self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         endpoint, dispatcher = self._routes[index]
-        config = self.config
-        return Connection(
-            dispatcher,
-            config.max_frame_bytes,
-            admit=functools.partial(self._admit, endpoint),
-            max_buffered_bytes=config.max_buffered_bytes_per_connection,
-            write_timeout_s=config.connections_write_timeout_ms / 1000,
-            stats=self.stats,
-        )
-
-    def _admit(
-        self, endpoint: Endpoint, connection: Connection, transport: asyncio.BaseTransport
-    ) -> tuple[str, SaslSession | None] | None:
-        """Who a new connection is, or ``None`` to refuse it (shutting down, or over a
-        connection limit); an admitted one is counted until it closes."""
         if self._closing:
-            return None
-        peer = transport.get_extra_info("peername")
+            writer.close()
+            return
+        peer = writer.get_extra_info("peername")
         address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         refused = self._over_limit(address)
         if refused is not None:
             self._refuse(address, refused)
-            return None
+            writer.transport.abort()
+            return
         principal = ANONYMOUS
         if endpoint.tls:
-            principal = tls_principal(transport.get_extra_info("peercert")) or ANONYMOUS
+            principal = tls_principal(writer.get_extra_info("peercert")) or ANONYMOUS
         sasl = None
         if endpoint.sasl:
             credentials = self._credentials
             assert credentials is not None
             sasl = SaslSession(self.config.sasl_mechanisms, credentials.lookup)
-        self._connections[connection] = connection.closed
+        config = self.config
+        connection = Connection(
+            reader,
+            writer,
+            dispatcher,
+            config.max_frame_bytes,
+            sasl=sasl,
+            principal=principal,
+            max_buffered_bytes=config.max_buffered_bytes_per_connection,
+            write_timeout_s=config.connections_write_timeout_ms / 1000,
+            stats=self.stats,
+        )
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[connection] = task
         self._per_ip[address] += 1
-        connection.closed.add_done_callback(lambda _: self._forget(connection, address))
         log.debug(
             "connection from %s (%s)",
             connection.peer,
             endpoint.protocol,
             extra={"client": connection.peer, "listener": endpoint.protocol},
         )
-        return principal, sasl
-
-    def _forget(self, connection: Connection, address: str) -> None:
-        del self._connections[connection]
-        self._per_ip[address] -= 1
-        if not self._per_ip[address]:
-            del self._per_ip[address]
+        try:
+            await connection.run()
+        finally:
+            del self._connections[connection]
+            self._per_ip[address] -= 1
+            if not self._per_ip[address]:
+                del self._per_ip[address]
 
     def _over_limit(self, address: str) -> str | None:
         """The limit (Kafka's name) a new connection from ``address`` would exceed."""
