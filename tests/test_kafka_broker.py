@@ -44,3 +44,18 @@ def test_broker_is_up_alone_on_loopback_and_its_coordinator_answers(
     assert found.error_code == 0
     assert (found.host, found.port) == ("127.0.0.1", broker.port)
     assert f"Kafka version: {version}" in broker.server_log.read_text(errors="replace")
+
+
+def test_cluster_ids_never_start_with_a_dash_so_storage_format_reads_them_as_values() -> None:
+    """One random id in 64 starts with "-"; ``kafka-storage format -t -xyz`` took it for a
+    flag and a CI run failed on it. Such draws are thrown away, as Kafka's own do."""
+    import uuid
+
+    from kafka_oracle import kafka_broker_module
+
+    draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x00" * 15 + b"\x01")])
+    made = kafka_broker_module().cluster_id(lambda: next(draws))
+    assert made == "AAAAAAAAAAAAAAAAAAAAAQ"
+    for _ in range(2000):
+        made = kafka_broker_module().cluster_id()
+        assert not made.startswith("-") and len(made) == 22

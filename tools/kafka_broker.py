@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -175,9 +175,15 @@ class Broker:
             **self.properties,
         }
         props.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-        cluster_id = _cluster_id()
+        kraft_cluster_id = cluster_id()
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
+            self._java(
+                "kafka.tools.StorageTool",
+                "format",
+                f"--cluster-id={kraft_cluster_id}",
+                "-c",
+                str(props),
+            ),
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -283,10 +289,20 @@ def _one_group_per_partition(partitions: int) -> list[str]:
     return [found[p] for p in sorted(found)]
 
 
-def _cluster_id() -> str:
+def cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id the way Kafka's ``Uuid.randomUuid`` makes one.
+
+    URL-safe base64 of 16 random bytes, drawn again while it starts with "-": one id in
+    64 does, and ``kafka-storage format -t -xyz`` then reads the id as a flag and fails
+    with "argument --cluster-id/-t: expected one argument" (Kafka's own generator
+    rejects such ids for the same reason).
+    """
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def main() -> None:
