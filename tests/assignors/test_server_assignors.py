@@ -429,3 +429,21 @@ def test_a_kept_target_refuses_bad_input_and_keeps_the_previous_one() -> None:
     assert "GroupTarget" in repr(target)
     with pytest.raises(InvalidAssignorInput, match="server-side assignor"):
         GroupTarget(ClassicRange())  # type: ignore[arg-type]
+
+
+def test_range_reads_nothing_of_current_but_its_type() -> None:
+    """Range ignores ``current`` (as Kafka's), so only its type is checked: contents that
+    uniform refuses do not change range's answer, on either backend or a kept target."""
+    members = {"m1": ServerMember(["t"]), "m2": ServerMember(["t"])}
+    unread: Any = {"m1": [0], "m2": {0: [True]}}
+    expected = {"m1": {"t": (0,)}, "m2": {"t": (1,)}}
+    for backend in ("rust", "python"):
+        assert RangeAssignor(backend=backend).assign(members, {"t": 2}, current=unread) == expected
+        assert (
+            GroupTarget(RangeAssignor(backend=backend)).assign(members, {"t": 2}, current=unread)
+            == expected
+        )
+        with pytest.raises(InvalidAssignorInput, match="current must be a mapping"):
+            RangeAssignor(backend=backend).assign(members, {"t": 2}, current=[("m1", 0)])  # type: ignore[arg-type]
+        with pytest.raises(InvalidAssignorInput, match="current assignment of 'm1'"):
+            UniformAssignor(backend=backend).assign(members, {"t": 2}, current=unread)

@@ -414,15 +414,33 @@ fn member_dict<'py>(
     runs: &mut RunTuples<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
     // partitions are ascending: one (topic, start, end) per run of the same topic, in a
-    // buffer kept across members
+    // buffer kept across members; in the same pass, whether every run holds the same
+    // partition numbers as the first (range's members: one partition of every topic)
     let mut spans = std::mem::take(&mut runs.spans);
     spans.clear();
+    let mut same = true;
     let mut t = 0usize;
     let mut start = 0usize;
     while start < partitions.len() {
         let p = partitions[start];
-        t += leading(&offsets[t + 1..], |o| o <= p);
-        let end = start + leading(&partitions[start..], |q| q < offsets[t + 1]);
+        if offsets[t + 1] <= p {
+            t += leading(&offsets[t + 1..], |o| o <= p);
+        }
+        let next_topic = offsets[t + 1];
+        let mut end = start + 1;
+        // a linear walk: every partition is read again for its tuple anyway
+        while end < partitions.len() && partitions[end] < next_topic {
+            end += 1;
+        }
+        if same {
+            if let Some(&(t0, s0, e0)) = spans.first() {
+                same = end - start == e0 - s0
+                    && partitions[start..end]
+                        .iter()
+                        .zip(&partitions[s0..e0])
+                        .all(|(&p, &q)| p - offsets[t] == q - offsets[t0]);
+            }
+        }
         spans.push((t, start, end));
         start = end;
     }
@@ -430,18 +448,7 @@ fn member_dict<'py>(
         let first = offsets[t];
         partitions[start..end].iter().map(move |&p| p - first)
     };
-    let same_value = |spans: &[(usize, usize, usize)]| {
-        let (t0, s0, e0) = spans[0];
-        let first = &partitions[s0..e0];
-        spans.iter().all(|&(t, s, e)| {
-            e - s == first.len()
-                && partitions[s..e]
-                    .iter()
-                    .zip(first)
-                    .all(|(&p, &q)| p - offsets[t] == q - offsets[t0])
-        })
-    };
-    let out = if spans.len() >= SAME_VALUE_MIN && same_value(&spans) {
+    let out = if spans.len() >= SAME_VALUE_MIN && same {
         // Range gives each of its first members the same partition of every topic: one
         // tuple for hundreds of topics. A copy of a `{topic: None}` dict of those topics
         // is presized and hashed already (inserting a thousand keys one by one resizes
