@@ -18,7 +18,10 @@ building the ``{member: {topic: [partitions]}}`` result are inside the timing. K
 assignors are timed by tools/java/ServerAssignorBench.java (javac against the
 kafka-group-coordinator jar Maven resolves, as tools/kafka_broker.py does; JIT warm-up runs
 first), with the GroupSpec built outside the timing, as the coordinator builds it.
-Prints a markdown table for benches/results/assignors.md.
+``--heap server`` times groupcoord in a process that keeps the heap pages it frees, as
+``groupcoord serve`` does (:mod:`groupcoord.server.heap`) and as Kafka's JVM keeps its heap;
+by default the Python process is left as Python starts it. Prints a markdown table for
+benches/results/assignors.md.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from groupcoord.assignors.server import (
     ServerMember,
     UniformAssignor,
 )
+from groupcoord.server.heap import keep_freed_heap
 
 KAFKA_VERSION = "4.4.0"
 JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "ServerAssignorBench.java"
@@ -151,7 +155,15 @@ def main() -> None:
     parser.add_argument("--java-warmup", type=int, default=5)
     parser.add_argument("--reference-runs", type=int, default=1, help="0: skip the reference")
     parser.add_argument("--no-java", action="store_true")
+    parser.add_argument(
+        "--heap",
+        choices=("default", "server"),
+        default="default",
+        help="server: keep freed heap pages as `groupcoord serve` does (groupcoord.server.heap)",
+    )
     args = parser.parse_args()
+    if args.heap == "server" and not keep_freed_heap():
+        parser.error("--heap server: this C library has no mallopt")
     load_before = os.getloadavg()
     rows = []
     with tempfile.TemporaryDirectory() as build:
@@ -195,7 +207,7 @@ def main() -> None:
         f"\nTimes in ms, min / median of {args.runs} runs (reference: {args.reference_runs});"
         f" Python {platform.python_version()}, {java_version}, {platform.system()}"
         f" {platform.machine()}, {os.cpu_count()} CPUs; load average"
-        f" {load_before[0]:.2f} before, {load_after[0]:.2f} after."
+        f" {load_before[0]:.2f} before, {load_after[0]:.2f} after; Python heap: {args.heap}."
     )
 
 

@@ -65,6 +65,7 @@ from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.event_log import EventLog
 from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
+from groupcoord.server.heap import keep_freed_heap
 from groupcoord.server.listeners import Endpoint, parse_listener, tls_context, tls_principal
 from groupcoord.server.stats import ServerStats
 from groupcoord.storage.acl_store import AclStore, MemoryAclStore, SqliteAclStore
@@ -711,4 +712,6 @@ def run(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None
                     loop.remove_signal_handler(sig)
             await server.close()
 
+    if not keep_freed_heap():
+        log.debug("this C library has no mallopt: freed heap goes back to the kernel")
     asyncio.run(main())
