@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from coord_harness import Harness, rebalance
+from hypothesis import given
+from hypothesis import strategies as st
 
 from groupcoord.coordinator import (
     GroupState,
@@ -259,3 +261,65 @@ def test_offset_request_validation() -> None:
         OffsetFetchRequest(version=6, group_id="g", require_stable=True)
     with pytest.raises(TypeError):
         OffsetCommitRequestPartition(partition_index="0", committed_offset=1)  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 5)), min_size=1, unique=True
+    ).map(lambda tps: sorted(tps, key=lambda tp: tp[0]))
+)
+def test_an_all_accepted_answer_is_the_one_built_partition_by_partition(
+    partitions: list[tuple[str, int]],
+) -> None:
+    """``_response`` answers an all-accepted commit from ``_accepted``'s shared topics:
+    equal to the answer built partition by partition, and one object for the same
+    partitions, whatever the correlation."""
+    from groupcoord.coordinator import commits
+    from groupcoord.coordinator.messages import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+    )
+
+    tps = [TopicPartition(t, p) for t, p in partitions]
+    topics = tuple(
+        OffsetCommitRequestTopic(
+            name=name,
+            partitions=tuple(
+                OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=1)
+                for tp in tps
+                if tp.topic == name
+            ),
+        )
+        for name in dict.fromkeys(tp.topic for tp in tps)
+    )
+    answers = [
+        commits._response(
+            OffsetCommitRequest(
+                version=8,
+                correlation=correlation,
+                group_id="g",
+                generation_id_or_member_epoch=1,
+                member_id="m",
+                topics=topics,
+            ),
+            dict.fromkeys(tps),
+            True,
+        )
+        for correlation in (1, 2)
+    ]
+    expected = tuple(
+        OffsetCommitResponseTopic(
+            name=t.name,
+            partitions=tuple(
+                OffsetCommitResponsePartition(partition_index=p.partition_index, error=None)
+                for p in t.partitions
+            ),
+        )
+        for t in topics
+    )
+    assert answers[0] == OffsetCommitResponse(version=8, correlation=1, topics=expected)
+    assert answers[1].correlation == 2 and answers[1].topics is answers[0].topics

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 
 from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.group import Group
@@ -55,6 +55,10 @@ from groupcoord.types import TopicPartition
 __all__ = ["handle_offset_commit", "handle_offset_fetch", "quiet_offset_commit"]
 
 log = logging.getLogger("groupcoord.coordinator")
+
+#: Distinct accepted partition sets whose answer topics are kept (``_accepted``): one per
+#: committing member is the usual working set; each holds one answer's partitions.
+_ACCEPTED_CACHE_SIZE = 16_384
 
 _PREPARING = GroupState.PREPARING_REBALANCE
 _COMPLETING = GroupState.COMPLETING_REBALANCE
@@ -244,6 +248,12 @@ def _response(
 ) -> OffsetCommitResponse:
     """``_respond``'s answer."""
     if in_order:
+        if not any(results.values()):
+            # every partition accepted (nearly every commit): the topics part depends only
+            # on the partitions, and a member commits the same ones again and again
+            return OffsetCommitResponse(
+                version=req.version, correlation=req.correlation, topics=_accepted(tuple(results))
+            )
         by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
         for tp, e in results.items():
             by_topic.setdefault(tp.topic, []).append(
@@ -268,6 +278,21 @@ def _response(
             for t in req.topics
         )
     return OffsetCommitResponse(version=req.version, correlation=req.correlation, topics=topics)
+
+
+@lru_cache(maxsize=_ACCEPTED_CACHE_SIZE)
+def _accepted(partitions: tuple[TopicPartition, ...]) -> tuple[OffsetCommitResponseTopic, ...]:
+    """The answer's topics when every one of ``partitions`` (in request order, a topic's
+    partitions together) was accepted. Immutable, so one object serves every answer."""
+    by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitResponsePartition(partition_index=tp.partition, error=None)
+        )
+    return tuple(
+        OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+        for name, parts in by_topic.items()
+    )
 
 
 def quiet_offset_commit(
