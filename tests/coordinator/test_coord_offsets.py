@@ -13,9 +13,13 @@ from groupcoord.coordinator import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
+    commits,
 )
 from groupcoord.errors import (
     CoordinatorNotAvailableError,
@@ -274,16 +278,6 @@ def test_an_all_accepted_answer_is_the_one_built_partition_by_partition(
     """``_response`` answers an all-accepted commit from ``_accepted``'s shared topics:
     equal to the answer built partition by partition, and one object for the same
     partitions, whatever the correlation."""
-    from groupcoord.coordinator import commits
-    from groupcoord.coordinator.messages import (
-        OffsetCommitRequest,
-        OffsetCommitRequestPartition,
-        OffsetCommitRequestTopic,
-        OffsetCommitResponse,
-        OffsetCommitResponsePartition,
-        OffsetCommitResponseTopic,
-    )
-
     tps = [TopicPartition(t, p) for t, p in partitions]
     topics = tuple(
         OffsetCommitRequestTopic(

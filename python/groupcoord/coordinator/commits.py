@@ -16,7 +16,7 @@ memory (only persisted offsets, as Kafka reads its last committed state).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
 
 from groupcoord.coordinator.consumer_group import ConsumerGroup
@@ -254,15 +254,7 @@ def _response(
             return OffsetCommitResponse(
                 version=req.version, correlation=req.correlation, topics=_accepted(tuple(results))
             )
-        by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
-        for tp, e in results.items():
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitResponsePartition(partition_index=tp.partition, error=e)
-            )
-        topics = tuple(
-            OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
-            for name, parts in by_topic.items()
-        )
+        topics = _by_topic(results.items())
     else:
         topics = tuple(
             OffsetCommitResponseTopic(
@@ -280,19 +272,26 @@ def _response(
     return OffsetCommitResponse(version=req.version, correlation=req.correlation, topics=topics)
 
 
-@lru_cache(maxsize=_ACCEPTED_CACHE_SIZE)
-def _accepted(partitions: tuple[TopicPartition, ...]) -> tuple[OffsetCommitResponseTopic, ...]:
-    """The answer's topics when every one of ``partitions`` (in request order, a topic's
-    partitions together) was accepted. Immutable, so one object serves every answer."""
+def _by_topic(
+    results: Iterable[tuple[TopicPartition, ErrorClass]],
+) -> tuple[OffsetCommitResponseTopic, ...]:
+    """The answer's topics for ``results`` in request order (a topic's partitions together)."""
     by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
-    for tp in partitions:
+    for tp, e in results:
         by_topic.setdefault(tp.topic, []).append(
-            OffsetCommitResponsePartition(partition_index=tp.partition, error=None)
+            OffsetCommitResponsePartition(partition_index=tp.partition, error=e)
         )
     return tuple(
         OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
         for name, parts in by_topic.items()
     )
+
+
+@lru_cache(maxsize=_ACCEPTED_CACHE_SIZE)
+def _accepted(partitions: tuple[TopicPartition, ...]) -> tuple[OffsetCommitResponseTopic, ...]:
+    """:func:`_by_topic` when every one of ``partitions`` was accepted. Immutable, so one
+    object serves every such answer."""
+    return _by_topic((tp, None) for tp in partitions)
 
 
 def quiet_offset_commit(
