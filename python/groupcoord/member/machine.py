@@ -261,6 +261,11 @@ class MemberMachine:
         return self._t.heartbeat_due_ms
 
     @property
+    def last_poll_ms(self) -> int:
+        """When the application last polled, as far as the machine was told."""
+        return self._t.last_poll_ms
+
+    @property
     def coordinator_known(self) -> bool:
         return self._f.coordinator_known
 

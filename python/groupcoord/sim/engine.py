@@ -138,6 +138,7 @@ from groupcoord.coordinator.messages import (
     HeartbeatResponse,
     JoinGroupRequest,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     SyncGroupRequest,
 )
 from groupcoord.coordinator.output import CoordinatorResponse
@@ -298,6 +299,9 @@ class Process:
     #: ``wake_at`` when an answer's arrival ended its lazy steps and that wake-up is not
     #: queued yet: the answer's step may go lazy again from it (see ``Engine._at_member``)
     unqueued_wake: int | None = None
+    #: a quiet exchange's answer folded into the lazy steps (see ``Engine._fold``): its
+    #: arrival time, its place on the connection and the response; not queued
+    folded: tuple[int, int, AnyResponse] | None = None
     up_last_ms: float = 0.0
     down_last_ms: float = 0.0
     next_auto_commit_ms: int = 0
@@ -370,6 +374,8 @@ class Engine:
         self.lazy_steps = 0
         #: answers whose step left the process lazy (its next wake-up never queued)
         self.lazy_answers = 0
+        #: of those, answers folded into the lazy steps (never queued)
+        self.folded_answers = 0
         self._native = native
         record_time = scenario.workload.record_time_ms
         #: a constant record processing time (the Rust loop then draws nothing)
@@ -536,7 +542,8 @@ class Engine:
             # what handle() does and answers for a current member of a Stable group (the
             # session refreshed, nothing else), without its request path
             self._route(
-                [HeartbeatResponse(version=request.version, correlation=request.correlation)]
+                [HeartbeatResponse(version=request.version, correlation=request.correlation)],
+                quiet=True,
             )
             self._schedule_coordinator()
             return
@@ -546,7 +553,7 @@ class Engine:
             answer = self._shell.quiet_offset_commit(request, self.now)
             if answer is not None:
                 self.quiet_commits += 1
-                self._route([answer])
+                self._route([answer], quiet=True)
                 self._schedule_coordinator()
                 return
         self._route(self._shell.handle(request, self.now))
@@ -558,7 +565,10 @@ class Engine:
                 self.recorder.on_stable(rows[-1].generation, self.now)
         self._schedule_coordinator()
 
-    def _route(self, responses: list[CoordinatorResponse]) -> None:
+    def _route(self, responses: list[CoordinatorResponse], *, quiet: bool = False) -> None:
+        """Send the coordinator's answers to their members. ``quiet``: the one answer of a
+        quiet exchange (a heartbeat or commit the coordinator took quietly), which may be
+        folded into its process's lazy steps instead of queued."""
         for response in responses:
             entry = self._routes.pop(response.correlation, None)
             if entry is None:
@@ -567,6 +577,13 @@ class Engine:
             answer_ms = self._down_arrival(process)
             if process.held_wake is not None:
                 self._release_held_wake(process, answer_ms)
+            if (
+                quiet
+                and process.lazy_until is not None
+                and answer_ms > self.now
+                and self._fold(process, response, answer_ms)
+            ):
+                continue
             if answer_ms > self.now:  # _push, inline
                 heapq.heappush(
                     self._queue,
@@ -819,6 +836,23 @@ class Engine:
 
     def _leave_lazy(self, process: Process) -> None:
         process.lazy_until = None
+        folded = process.folded
+        if folded is not None:
+            # not read yet (its key is after the event's): queued at its key after all
+            process.folded = None
+            answered, down_seq, response = folded
+            heapq.heappush(
+                self._queue,
+                (
+                    answered,
+                    _ANSWER,
+                    process.key,
+                    down_seq,
+                    next(self._seq),
+                    self._at_member,
+                    (process, response),
+                ),
+            )
         owners = self._lazy_owner
         for tp in process.owned:
             if owners.get(tp) is process:
@@ -835,13 +869,30 @@ class Engine:
         if that is earlier. Before the lazy period's end (``lazy_until``, at most that
         deadline) the deadline is never the earlier, so the machine is told only of the last
         poll (the same state as after every one of them) and asked its deadline only for a
-        step whose next wake-up falls at or beyond that end."""
-        until = process.lazy_until
-        assert until is not None
+        step whose next wake-up falls at or beyond that end.
+
+        A folded answer (``Engine._fold``) whose key is smaller than the event's is read in
+        between: the steps before its arrival, then its step, then the rest."""
         event = self._event
+        folded = process.folded
+        if folded is not None and (folded[0], _ANSWER, process.key, folded[1]) < (
+            event[0],
+            event[1],
+            event[2],
+            event[3],
+        ):
+            # (a wake-up at the answer's millisecond runs after it: _WAKE > _ANSWER)
+            self._lazy_steps(process, folded[0])
+            self._read_folded(process)
         limit = event[0]  # steps before it run; at it, those that precede the event too
         if (_WAKE, process.key) < (event[1], event[2]):
             limit += 1
+        self._lazy_steps(process, limit)
+
+    def _lazy_steps(self, process: Process, limit: int) -> None:
+        """The lazy process's steps before ``limit`` (and before the lazy period's end)."""
+        until = process.lazy_until
+        assert until is not None
         wake_at = process.wake_at
         if wake_at is None or wake_at >= limit:
             return
@@ -975,6 +1026,118 @@ class Engine:
         )
         self.lazy_steps += steps
         return True
+
+    def _fold(self, process: Process, response: CoordinatorResponse, answer_ms: int) -> bool:
+        """The answer of a quiet exchange reaches the lazy process at ``answer_ms``: fold it
+        into its lazy steps instead of queuing it, when its step there is one more quiet
+        step (``_read_folded``) and the lazy period can still end no later than the
+        machine's next deadline after it. ``False``: nothing changed (it is queued).
+
+        The process's only request in flight is this one; a heartbeat's answer without
+        error or a commit's with every partition accepted. After a commit's answer the
+        machine's deadline is what it was; after a heartbeat's it is the next heartbeat
+        (an interval after the send), unless a timeout comes first: the session, counted
+        from this answer, or the poll timer, counted from a poll no earlier than the last
+        one the machine knows. The lazy period then ends no later than the earliest of
+        these (``_read_folded`` checks that the machine agrees)."""
+        if process.folded is not None or len(process.outstanding) != 1:
+            return False
+        until = process.lazy_until
+        assert until is not None
+        if answer_ms >= until:
+            return False
+        if isinstance(response, HeartbeatResponse):
+            if response.error is not None:
+                return False
+            machine = process.machine
+            bound = min(
+                machine.heartbeat_due_ms,
+                answer_ms + self._session_timeout_ms,
+                machine.last_poll_ms + self._max_poll_interval_ms,
+            )
+            if bound <= answer_ms:
+                return False
+            if bound < until:
+                until = process.lazy_until = bound
+                if process.boundary_at != until:
+                    process.boundary_at = until
+                    heapq.heappush(
+                        self._queue,
+                        (
+                            until,
+                            _WAKE,
+                            process.key,
+                            0,
+                            next(self._seq),
+                            self._boundary,
+                            (process, until),
+                        ),
+                    )
+        elif isinstance(response, OffsetCommitResponse):
+            for topic in response.topics:
+                for partition in topic.partitions:
+                    if partition.error is not None:
+                        return False
+        else:
+            return False
+        process.folded = (answer_ms, process.down_seq, response)
+        self.lazy_answers += 1
+        self.folded_answers += 1
+        return True
+
+    def _read_folded(self, process: Process) -> None:
+        """The folded answer's arrival, during a catch-up whose steps before it have run:
+        what ``_at_member`` and its step do there for a lazy process. The machine reads the
+        answer; inside a batch the heartbeat thread only looks for requests to send (none),
+        otherwise the application polls (finishing a batch that ends now, perhaps starting
+        the next). The next step is the earlier of the one due and the one this step wants
+        (a wake-up due at this very millisecond still runs, after it: a lazy step if the
+        process is still idle, a step that only wakes it at the batch's end if not)."""
+        folded, process.folded = process.folded, None
+        assert folded is not None
+        answered, _, response = folded
+        if not process.alive or process.outstanding.pop(response.correlation, None) is None:
+            return  # (as _answer: the request was failed meanwhile)
+        now, catching_up = self.now, self._catching_up
+        self.now, self._catching_up = answered, True
+        try:
+            machine = process.machine
+            machine.receive(response, answered)
+            busy_until = process.busy_until
+            if busy_until is not None and answered < busy_until:
+                sent = machine.next_requests(answered)
+                assert not sent, (process.name, answered, sent)
+                deadline = machine.next_deadline()
+                at: int | None = busy_until
+            else:
+                if busy_until is not None:
+                    self._apply_batch(process, until_ms=None)
+                    process.busy_until = None  # (no commit: lazy needs auto-commit)
+                deadline = machine.poll_idle(answered, self._sent)
+                assert not self._sent, (process.name, answered, self._sent)
+                polled = self._poll_records(process)
+                at = polled if polled is not None else deadline
+            lazy_until = process.lazy_until
+            assert deadline is not None and lazy_until is not None and lazy_until <= deadline, (
+                process.name,
+                answered,
+                deadline,
+                lazy_until,
+            )
+            if at is None or deadline < at:
+                at = deadline
+            if at <= answered:
+                at = answered + 1  # as _set_wake does
+            wake_at = process.wake_at
+            if wake_at is None or at < wake_at:
+                process.wake_at = at
+            elif wake_at == answered and process.busy_until is not None:
+                # the wake-up due now still runs, inside the batch this step started: the
+                # heartbeat thread finds nothing to send (next_requests, as above) and
+                # wakes at the batch's end or the deadline, which is ``at``
+                process.wake_at = at
+        finally:
+            self.now, self._catching_up = now, catching_up
 
     def _unlazy(self, process: Process) -> None:
         """An event touches the process: bring its lazy steps up to the event; its next
