@@ -333,6 +333,8 @@ def app_loop(
     record_ms: float | None,
     sample: Callable[[], float],
     max_lag_ms: float,
+    deadline_base: int | None = None,
+    max_poll_interval_ms: int = 0,
 ) -> tuple[
     tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
     tuple[int, int | None, int, tuple[int, int | None] | None],
@@ -344,7 +346,10 @@ def app_loop(
     (partition index, first offset, completions). Returns ((position, processed_end) per
     partition, rr, busy_until, batch), (wake_at, last polled step, steps, the step whose
     poll goes to the machine: (t, at) or None), (records, duplicates, max lag, [(lag ms,
-    records)]). ``record_ms``: a constant record time, else ``sample()`` draws each."""
+    records)]). ``record_ms``: a constant record time, else ``sample()`` draws each.
+    ``deadline_base``: the machine's deadline after a poll at ``t`` is
+    ``min(deadline_base, t + max_poll_interval_ms)`` (no step is then left to the
+    machine: the loop goes on, and the last polled step is the one to tell it of)."""
 
 # =====================================================================================
 # END simulator application loop

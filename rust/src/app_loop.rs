@@ -54,6 +54,21 @@ pub enum Stop {
     Poll { t: i64, at: Option<i64> },
 }
 
+/// The member machine's deadline after a poll, while no heartbeat and no timeout is due:
+/// the earlier of `base` (the next heartbeat, or the session's end while one is in flight:
+/// `MemberMachine.quiet_deadline_base`) and the poll plus `max.poll.interval.ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollDeadline {
+    pub base: i64,
+    pub max_poll_interval_ms: i64,
+}
+
+impl PollDeadline {
+    fn after_poll(self, t: i64) -> i64 {
+        self.base.min(t + self.max_poll_interval_ms)
+    }
+}
+
 /// A process's application state between steps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppLoop {
@@ -63,6 +78,11 @@ pub struct AppLoop {
     pub busy_until: Option<i64>,
     pub batch: Vec<Segment>,
     pub max_poll_records: i64,
+    /// the machine's deadline after a poll, when the caller knows it: a step whose next
+    /// wake-up is not before `until` then takes the earlier of the two and the loop goes
+    /// on (the caller tells the machine of the last poll, `Ran::polled`); `None`: the loop
+    /// stops there with [`Stop::Poll`] for the caller to ask the machine
+    pub poll_deadline: Option<PollDeadline>,
 }
 
 /// The record's processing time: a constant, or drawn from the process's own stream.
@@ -121,12 +141,17 @@ impl AppLoop {
             }
             let at = self.poll_records(t, record_time);
             steps += 1;
-            match at {
-                Some(at) if at < until => {
-                    polled = Some(t);
-                    wake_at = if at <= t { t + 1 } else { at };
+            let at = match (at, self.poll_deadline) {
+                (Some(at), _) if at < until => at,
+                (_, Some(deadline)) => {
+                    // `if at is None or deadline < at: at = deadline` (the Python loop)
+                    let deadline = deadline.after_poll(t);
+                    match at {
+                        Some(at) if at <= deadline => at,
+                        _ => deadline,
+                    }
                 }
-                _ => {
+                (_, None) => {
                     return Ran {
                         wake_at,
                         polled,
@@ -134,7 +159,9 @@ impl AppLoop {
                         stop: Stop::Poll { t, at },
                     }
                 }
-            }
+            };
+            polled = Some(t);
+            wake_at = if at <= t { t + 1 } else { at };
         }
         Ran {
             wake_at,
@@ -279,6 +306,7 @@ mod tests {
             busy_until: None,
             batch: Vec::new(),
             max_poll_records: 500,
+            poll_deadline: None,
         }
     }
 
@@ -330,6 +358,30 @@ mod tests {
     }
 
     #[test]
+    fn a_known_machine_deadline_lets_the_loop_go_on() {
+        // as above, but the machine's deadline (a heartbeat due at 180) is known: the step
+        // at 101 finds the next record at 200, past `until`, and wakes at the deadline
+        let mut app = one(10.0, 1);
+        app.poll_deadline = Some(PollDeadline {
+            base: 180,
+            max_poll_interval_ms: 300_000,
+        });
+        let mut tally = Tally::default();
+        let mut constant = || 1.0;
+        let ran = app.run(101, 150, 10_000, &mut constant, &mut tally);
+        assert_eq!(ran.stop, Stop::Done);
+        assert_eq!((ran.wake_at, ran.polled, ran.steps), (180, Some(101), 1));
+        // the poll timer comes first when it is the earlier
+        let mut app = one(10.0, 1);
+        app.poll_deadline = Some(PollDeadline {
+            base: 10_000,
+            max_poll_interval_ms: 50,
+        });
+        let ran = app.run(101, 120, 10_000, &mut constant, &mut tally);
+        assert_eq!((ran.wake_at, ran.polled), (151, Some(101)));
+    }
+
+    #[test]
     fn duplicates_count_what_another_owner_already_processed() {
         let mut app = one(10.0, 0);
         app.partitions[0].processed_end = 3;
@@ -373,7 +425,7 @@ mod tests {
             end in 5_000i64..10_000,
         ) {
             let app_before = parts.clone();
-            let app = AppLoop { partitions: parts, rr: 0, busy_until: None, batch: Vec::new(), max_poll_records };
+            let app = AppLoop { partitions: parts, rr: 0, busy_until: None, batch: Vec::new(), max_poll_records, poll_deadline: None };
             let mut once = app.clone();
             let mut whole = Tally::default();
             let a = once.run(start, i64::MAX, end, &mut || record_ms, &mut whole);

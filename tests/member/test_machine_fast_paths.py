@@ -191,15 +191,20 @@ def test_next_requests_short_path_matches_the_reference(monkeypatch: pytest.Monk
 def test_poll_idle_is_poll_when_nothing_is_due(monkeypatch: pytest.MonkeyPatch) -> None:
     """poll_idle either declines and changes nothing, or does exactly what poll(),
     next_requests() (which must then return nothing or one heartbeat, the one poll_idle
-    sends) and next_deadline() would."""
+    sends) and next_deadline() would; when it sends nothing, its deadline is the earlier of
+    quiet_deadline_base() (read before) and the poll plus max.poll.interval.ms (what the
+    simulator's native application loop computes in its place)."""
     calls = {"idle": 0, "declined": 0, "heartbeats": 0}
     fast = MemberMachine.poll_idle
 
     def poll_idle(self: MemberMachine, now_ms: int, out: list[Any]) -> int | None:
         safe = not (self._commits or self._fetches)  # no handle a twin could touch
         before = _twin(self, iter(()))
+        base = self.quiet_deadline_base()
         assert out == []
         got = fast(self, now_ms, out)
+        if got is not None and not out:
+            assert got == min(base, now_ms + self.config.max_poll_interval_ms)
         if got is None:
             calls["declined"] += 1
             assert out == []

@@ -395,6 +395,17 @@ class MemberMachine:
         poll_deadline = now_ms + self.config.max_poll_interval_ms
         return poll_deadline if poll_deadline < best else best
 
+    def quiet_deadline_base(self) -> int:
+        """For a member :meth:`poll_idle` takes: its deadline after a poll at a time before
+        this one is the earlier of this and the poll plus ``max.poll.interval.ms`` (what
+        :meth:`poll_idle` returns then). This is the next heartbeat, or the session's end
+        while one is in flight or when that comes first."""
+        t = self._t
+        best = t.last_heartbeat_ack_ms + self.config.session_timeout_ms
+        if t.heartbeat_due_ms < best and not self._heartbeat_in_flight():
+            return t.heartbeat_due_ms
+        return best
+
     def quiet_heartbeat_answered(self, sent_ms: int, answered_ms: int) -> bool:
         """Record a heartbeat the runner sent at ``sent_ms`` for this machine and saw
         answered without error at ``answered_ms``, the runner polling at both times (the

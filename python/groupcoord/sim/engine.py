@@ -933,97 +933,82 @@ class Engine:
 
     def _catch_up_native(self, process: Process, wake_at: int, until: int, limit: int) -> bool:
         """``_catch_up``'s loop in Rust (``_core.app_loop``: the same steps, the same
-        floats); the machine's poll at a step whose next wake-up is past ``until`` stays
-        here. ``False`` (nothing done): a batch in hand names a partition the process no
-        longer holds (revoked while it processed it); the Python loop handles that."""
-        owned = list(process.owned.items())
+        floats). The machine's deadline after a poll, which the Python loop asks
+        ``poll_idle`` for at a step whose next wake-up is past ``until``, is handed to it
+        (``MemberMachine.quiet_deadline_base``); the machine is told of the last poll, and
+        its answer checked against that deadline. ``False`` (nothing done): a batch in
+        hand names a partition the process no longer holds (revoked while it processed
+        it); the Python loop handles that."""
+        owned = process.owned
         batch: list[tuple[int, int, list[float]]] = []
         if process.batch:
-            index = {tp: i for i, (tp, _) in enumerate(owned)}
+            index = {tp: i for i, tp in enumerate(owned)}
             for segment in process.batch:
                 i = index.get(segment.tp)
                 if i is None:
                     return False
                 batch.append((i, segment.first_offset, segment.completions_ms))
         streams = self.streams
-        held = [streams[tp] for tp, _ in owned]
-        parts = [
-            (
-                o.active,
-                -1 if o.position is None else o.position,
-                s.start_ms,
-                s.rate_per_s,
-                s.processed_end,
-            )
-            for (_, o), s in zip(owned, held, strict=True)
-        ]
-        machine, sent, recorder = process.machine, self._sent, self.recorder
-        rr, busy_until = process.rr, process.busy_until
-        polled: int | None = None
-        steps = 0
-        now = self.now
-        current: int | None = wake_at
-        try:
-            while current is not None:  # (always: narrowed for the type checker)
-                state, ran, counts = _core.app_loop(
-                    parts,
-                    batch,
-                    rr,
-                    busy_until,
-                    current,
-                    until,
-                    limit,
-                    self._max_poll_records,
-                    self._record_ms,
-                    process.sample_record_ms,
-                    recorder.max_lag_ms,
+        held: list[PartitionStream] = []
+        parts: list[tuple[bool, int, int, float, int]] = []
+        for tp, o in owned.items():
+            stream = streams[tp]
+            held.append(stream)
+            position = o.position
+            parts.append(
+                (
+                    o.active,
+                    -1 if position is None else position,
+                    stream.start_ms,
+                    stream.rate_per_s,
+                    stream.processed_end,
                 )
-                ends, rr, busy_until, batch = state
-                current, last_polled, ran_steps, poll = ran
-                steps += ran_steps
-                if last_polled is not None:
-                    polled = last_polled
-                records, duplicates, recorder.max_lag_ms, lags = counts
-                recorder.records_processed += records
-                recorder.duplicates += duplicates
-                if lags:
-                    lag_counts = recorder.lag_counts
-                    for lag, n in lags:
-                        lag_counts[lag] += n
-                if poll is None:
-                    break  # the next step is at or past ``until`` or ``limit``
-                # the step's next wake-up is past the lazy period: the machine's deadline
-                # may come first (as in the Python loop)
-                t, at = poll
-                self.now = t
-                deadline = machine.poll_idle(t, sent)
-                assert deadline is not None and not sent, (process.name, t, deadline)
-                polled = None
-                if at is None or deadline < at:
-                    at = deadline
-                current = at if at > t else t + 1
-                if current >= until or current >= limit:
-                    break
-                parts = [
-                    (a, position, start, rate, end)
-                    for (a, _, start, rate, _), (position, end) in zip(parts, ends, strict=True)
-                ]
-            if polled is not None:
-                self.now = polled
-                deadline = machine.poll_idle(polled, sent)
-                assert deadline is not None and not sent, (process.name, polled, deadline)
-        finally:
-            self.now = now
-        for (_, o), s, (position, end) in zip(owned, held, ends, strict=True):
+            )
+        machine, recorder = process.machine, self.recorder
+        base = machine.quiet_deadline_base()
+        max_poll = self._max_poll_interval_ms
+        state, ran, counts = _core.app_loop(
+            parts,
+            batch,
+            process.rr,
+            process.busy_until,
+            wake_at,
+            until,
+            limit,
+            self._max_poll_records,
+            self._record_ms,
+            process.sample_record_ms,
+            recorder.max_lag_ms,
+            base,
+            max_poll,
+        )
+        ends, process.rr, process.busy_until, batch = state
+        process.wake_at, polled, steps, _ = ran
+        records, duplicates, recorder.max_lag_ms, lags = counts
+        recorder.records_processed += records
+        recorder.duplicates += duplicates
+        if lags:
+            lag_counts = recorder.lag_counts
+            for lag, n in lags:
+                lag_counts[lag] += n
+        if polled is not None:
+            deadline = machine.poll_idle(polled, self._sent)
+            expected = polled + max_poll
+            assert deadline == (base if base < expected else expected) and not self._sent, (
+                process.name,
+                polled,
+                deadline,
+                base,
+            )
+        for o, stream, (position, end) in zip(owned.values(), held, ends, strict=True):
             if o.active:
                 o.position = position
-            s.processed_end = end
-        process.rr, process.busy_until, process.wake_at = rr, busy_until, current
-        process.batch = (
-            [_Segment(owned[i][0], first, completions) for i, first, completions in batch]
-            if batch
-            else []
-        )
+            stream.processed_end = end
+        if batch:
+            tps = list(owned)
+            process.batch = [_Segment(tps[i], first, c) for i, first, c in batch]
+        else:
+            process.batch = []
         self.lazy_steps += steps
         return True
 

@@ -4,7 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::app_loop::{AppLoop, Partition, Segment, Stop, Tally};
+use crate::app_loop::{AppLoop, Partition, PollDeadline, Segment, Stop, Tally};
 
 /// A partition as the engine passes it: (active, position, start_ms, rate, processed_end).
 type PartitionIn = (bool, i64, i64, f64, i64);
@@ -18,11 +18,14 @@ type Steps = (i64, Option<i64>, u64, Option<(i64, Option<i64>)>);
 type Counts = (i64, i64, f64, Vec<(i64, i64)>);
 
 /// `app_loop(partitions, batch, rr, busy_until, wake_at, until, limit, max_poll_records,
-/// record_ms, sample, max_lag_ms)`: run the process's application steps from `wake_at`
-/// while they are before `until` and `limit` (see `Engine._catch_up`). `record_ms` is the
-/// constant processing time of a record, or `None`: `sample()` draws each.
+/// record_ms, sample, max_lag_ms, deadline_base=None, max_poll_interval_ms=0)`: run the
+/// process's application steps from `wake_at` while they are before `until` and `limit`
+/// (see `Engine._catch_up`). `record_ms` is the constant processing time of a record, or
+/// `None`: `sample()` draws each. `deadline_base`: the machine's deadline after a poll is
+/// the earlier of it and the poll plus `max_poll_interval_ms` (`PollDeadline`); without
+/// it a step whose next wake-up is not before `until` stops the loop for the caller.
 #[pyfunction]
-#[pyo3(signature = (partitions, batch, rr, busy_until, wake_at, until, limit, max_poll_records, record_ms, sample, max_lag_ms))]
+#[pyo3(signature = (partitions, batch, rr, busy_until, wake_at, until, limit, max_poll_records, record_ms, sample, max_lag_ms, deadline_base=None, max_poll_interval_ms=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn app_loop(
     partitions: Vec<PartitionIn>,
@@ -36,6 +39,8 @@ pub fn app_loop(
     record_ms: Option<f64>,
     sample: &Bound<'_, PyAny>,
     max_lag_ms: f64,
+    deadline_base: Option<i64>,
+    max_poll_interval_ms: i64,
 ) -> PyResult<(AppState, Steps, Counts)> {
     if max_poll_records < 1 {
         return Err(PyValueError::new_err(format!(
@@ -60,6 +65,10 @@ pub fn app_loop(
         busy_until,
         batch: Vec::with_capacity(batch.len()),
         max_poll_records,
+        poll_deadline: deadline_base.map(|base| PollDeadline {
+            base,
+            max_poll_interval_ms,
+        }),
     };
     for (partition, first_offset, completions) in batch {
         if partition >= count {
