@@ -85,7 +85,11 @@ And a heartbeat request that the coordinator can take quietly
 engine builds the answer ``handle`` would have; so does an OffsetCommit (an auto-commit)
 that it can take quietly
 (:meth:`~groupcoord.coordinator.GroupCoordinator.quiet_offset_commit`: the session
-refreshed, the offsets written to the store and kept, the answer built).
+refreshed, the offsets written to the store and kept, the answer built). The answer of
+such a quiet exchange to a lazy process is not even queued: it is *folded* into the
+process's lazy steps (``_fold``) and read by its next catch-up at its own key, between the
+steps before and after it (``_read_folded``: what its arrival and step would do), unless
+the process leaves the lazy state first, which queues it at that key.
 
 **The heartbeat lane** (also ``lazy=True``). A member with the heartbeat thread and no
 application work of its own (no records to process: none produced, or no partition) that
