@@ -222,8 +222,7 @@ def test_poll_idle_is_poll_when_nothing_is_due(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(MemberMachine, "poll_idle", poll_idle)
     light = {"workload.record_time_ms": {"dist": "uniform", "low": 0.5, "high": 30}}
-    # the eager engine: every application step polls through the machine
-    result = run(Scenario.from_dict(_CHURN).replace(**light), seed=7, lazy=False)
+    result = run(Scenario.from_dict(_CHURN).replace(**light), seed=7)
     assert result.summary["rebalances"] > 3
     assert calls["idle"] > 1000 and calls["declined"] > 100 and calls["heartbeats"] > 100, calls
 

@@ -261,11 +261,6 @@ class MemberMachine:
         return self._t.heartbeat_due_ms
 
     @property
-    def last_heartbeat_ack_ms(self) -> int:
-        """When the last heartbeat answer that kept the session was read."""
-        return self._t.last_heartbeat_ack_ms
-
-    @property
     def last_poll_ms(self) -> int:
         """When the application last polled, as far as the machine was told."""
         return self._t.last_poll_ms

@@ -258,24 +258,6 @@ class _Lane:
 
 
 @dataclass(slots=True, eq=False)
-class _FoldedSend:
-    """A lazy process's next heartbeat, sent from its lazy steps (see ``Engine._fold``):
-    the step at ``at`` sends it (``Engine._send_folded``), its latency drawn ahead; it
-    reaches the coordinator at ``arrival`` as the ``up_seq``-th request on the connection.
-    Times are virtual milliseconds."""
-
-    at: int
-    up_draw: float
-    up_arrival: float
-    arrival: int
-    up_seq: int
-    #: the lazy period's end once it is sent (the machine's deadline is then a timeout)
-    until_after: int
-    #: the request, once the step at ``at`` has run
-    request: AnyRequest | None = None
-
-
-@dataclass(slots=True, eq=False)
 class Process:
     """One incarnation of a member: its machine, its application, its connection."""
 
@@ -324,8 +306,6 @@ class Process:
     #: a quiet exchange's answer folded into the lazy steps (see ``Engine._fold``): its
     #: arrival time, its place on the connection and the response; not queued
     folded: tuple[int, int, AnyResponse] | None = None
-    #: its next heartbeat, sent from the lazy steps (see ``Engine._fold``)
-    send: _FoldedSend | None = None
     up_last_ms: float = 0.0
     down_last_ms: float = 0.0
     next_auto_commit_ms: int = 0
@@ -400,8 +380,6 @@ class Engine:
         self.lazy_answers = 0
         #: of those, answers folded into the lazy steps (never queued)
         self.folded_answers = 0
-        #: heartbeats sent from the lazy steps (no boundary event queued for them)
-        self.folded_sends = 0
         self._native = native
         record_time = scenario.workload.record_time_ms
         #: a constant record processing time (the Rust loop then draws nothing)
@@ -862,12 +840,6 @@ class Engine:
 
     def _leave_lazy(self, process: Process) -> None:
         process.lazy_until = None
-        send = process.send
-        if send is not None and send.request is None:
-            # not sent yet: the process wakes to send it for real (its wake-up is due by
-            # then), with the latency drawn for it
-            process.send = None
-            process.sample_latency_ms.unread(send.up_draw)
         folded = process.folded
         if folded is not None:
             # not read yet (its key is after the event's): queued at its key after all
@@ -916,14 +888,6 @@ class Engine:
             # (a wake-up at the answer's millisecond runs after it: _WAKE > _ANSWER)
             self._lazy_steps(process, folded[0])
             self._read_folded(process)
-        send = process.send
-        if (
-            send is not None
-            and send.request is None
-            and (send.at, _WAKE, process.key, 0) < (event[0], event[1], event[2], event[3])
-        ):
-            self._lazy_steps(process, send.at)
-            self._send_folded(process)
         limit = event[0]  # steps before it run; at it, those that precede the event too
         if (_WAKE, process.key) < (event[1], event[2]):
             limit += 1
@@ -1082,9 +1046,7 @@ class Engine:
             )
             if bound <= answer_ms:
                 return False
-            if bound < until and self._fold_send(process, bound, answer_ms):
-                process.lazy_until = bound
-            elif bound < until:
+            if bound < until:
                 until = process.lazy_until = bound
                 if process.boundary_at != until:
                     process.boundary_at = until
@@ -1105,144 +1067,12 @@ class Engine:
                 for partition in topic.partitions:
                     if partition.error is not None:
                         return False
-            # the machine's deadline stays the lazy period's end: if that is the next
-            # heartbeat, it may be sent from the lazy steps too
-            if until == process.machine.heartbeat_due_ms:
-                self._fold_send(process, until, process.machine.last_heartbeat_ack_ms)
         else:
             return False
         process.folded = (answer_ms, process.down_seq, response)
         self.lazy_answers += 1
         self.folded_answers += 1
         return True
-
-    def _fold_send(self, process: Process, at: int, acked_ms: int) -> bool:
-        """The answer being folded leaves the process lazy until ``at``: if that is when its
-        next heartbeat falls due (nothing else first), the step there sends it from the lazy
-        steps instead of a boundary: its latency is drawn now (the process draws nothing
-        else before: no other request is in flight, and anything that touches it first
-        hands the draw back, ``_leave_lazy``) and its arrival at the coordinator is queued at
-        the key the eager engine's request has (a boundary at ``at`` is then superseded).
-        After the send the lazy period may go on until the auto-commit, or a timeout counted
-        from the last heartbeat's answer (``acked_ms``: this one's arrival, or the one the
-        machine has) or from a poll no earlier than the last one the machine knows; it must
-        outlast the arrival. ``False``: nothing changed."""
-        machine = process.machine
-        if process.send is not None or at != machine.heartbeat_due_ms:
-            return False
-        until_after = min(
-            acked_ms + self._session_timeout_ms,
-            machine.last_poll_ms + self._max_poll_interval_ms,
-        )
-        if process.next_auto_commit_ms < until_after:
-            until_after = process.next_auto_commit_ms
-        if until_after <= at:
-            return False
-        draws = process.sample_latency_ms
-        up = draws()
-        up_arrival = max(at + up, process.up_last_ms)
-        arrival = math.ceil(up_arrival)
-        if arrival <= at or until_after <= arrival:
-            # (the lazy period after the send must outlast its arrival, the one event sure
-            # to bring the process past the send: a boundary before it could not be queued
-            # until the send has run)
-            draws.unread(up)
-            return False
-        send = process.send = _FoldedSend(
-            at=at,
-            up_draw=up,
-            up_arrival=up_arrival,
-            arrival=arrival,
-            up_seq=process.up_seq + 1,
-            until_after=until_after,
-        )
-        heapq.heappush(
-            self._queue,
-            (
-                arrival,
-                _REQUEST,
-                process.key,
-                send.up_seq,
-                next(self._seq),
-                self._folded_arrival,
-                (process, send),
-            ),
-        )
-        return True
-
-    def _folded_arrival(self, process: Process, send: _FoldedSend) -> None:
-        """A heartbeat sent (or to be sent) from the lazy steps reaches the coordinator."""
-        if process.send is not send:
-            return  # the process left the lazy steps before sending it: it sent it for real
-        if send.request is None:
-            assert process.lazy_until is not None, (process.name, send)
-            self._catch_up(process)  # (its steps up to this event: the send among them)
-        process.send = None
-        request = send.request
-        assert request is not None, (process.name, send)
-        self._at_coordinator(process, request)
-
-    def _send_folded(self, process: Process) -> None:
-        """The step at the folded heartbeat's time, in a catch-up whose steps before it have
-        run: what the process's wake-up there does (the heartbeat is due): finish a batch
-        that ends then and poll (``poll_idle`` sends the heartbeat), starting the next batch
-        if records wait; or, inside a batch, the heartbeat thread sends it
-        (``next_requests``). Then ``_send``'s bookkeeping with the latency drawn ahead, and
-        the lazy period goes on."""
-        send = process.send
-        assert send is not None and send.request is None
-        at = send.at
-        now, catching_up = self.now, self._catching_up
-        self.now, self._catching_up = at, True
-        try:
-            assert process.wake_at == at, (process.name, process.wake_at, send)
-            machine, sent = process.machine, self._sent
-            busy_until = process.busy_until
-            if busy_until is not None and at >= busy_until:
-                self._apply_batch(process, until_ms=None)
-                process.busy_until = busy_until = None  # (no commit: lazy needs auto-commit)
-            if busy_until is None:
-                deadline = machine.poll_idle(at, sent)
-                polled = self._poll_records(process)
-                wake: int | None = polled
-            else:
-                sent.extend(machine.next_requests(at))
-                deadline = machine.next_deadline()
-                wake = busy_until
-            assert deadline is not None and len(sent) == 1, (process.name, at, deadline, sent)
-            request = sent.pop()
-            assert type(request) is HeartbeatRequest, request
-            assert send.until_after <= deadline, (process.name, at, deadline, send)
-            if wake is None or deadline < wake:
-                wake = deadline
-            process.wake_at = wake if wake > at else at + 1
-            # _send's bookkeeping
-            recorder = self.recorder
-            recorder.requests += 1
-            recorder.heartbeats += 1
-            process.up_last_ms = send.up_arrival
-            process.up_seq = send.up_seq
-            process.outstanding[request.correlation] = request
-            self._routes[request.correlation] = (process, request)
-            send.request = request
-            self.folded_sends += 1
-            until = process.lazy_until = send.until_after
-            if process.boundary_at != until:
-                process.boundary_at = until
-                heapq.heappush(
-                    self._queue,
-                    (
-                        until,
-                        _WAKE,
-                        process.key,
-                        0,
-                        next(self._seq),
-                        self._boundary,
-                        (process, until),
-                    ),
-                )
-        finally:
-            self.now, self._catching_up = now, catching_up
 
     def _read_folded(self, process: Process) -> None:
         """The folded answer's arrival, during a catch-up whose steps before it have run:
@@ -1314,9 +1144,6 @@ class Engine:
         """The end of a process's lazy steps: the step due now (if any) runs for real."""
         if process.lazy_until != at:
             return  # it left the lazy mode (or chose another boundary) since
-        send = process.send
-        if send is not None and send.at == at:
-            return  # the step due now sends a heartbeat from the lazy steps (_fold_send)
         self._catch_up(process)
         self._leave_lazy(process)
         wake_at = process.wake_at
