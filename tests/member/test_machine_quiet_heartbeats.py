@@ -96,3 +96,72 @@ def test_a_machine_that_is_not_quiet_is_refused() -> None:
     due = max(machine3.heartbeat_due_ms, now3 + 1)
     assert not machine3.quiet_heartbeat_answered(due, due)
     assert not machine3.quiet_heartbeat_answered(machine3.heartbeat_due_ms - 1, due + 5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    beats=st.integers(1, 10),
+    # where the heartbeat thread meets each heartbeat: between polls (the poll sends it and
+    # reads its answer) or inside a batch (no poll at the send, at the answer, or both)
+    in_batch=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=10, max_size=10),
+)
+def test_the_last_poll_of_a_stretch_can_be_before_its_last_answer(
+    beats: int, in_batch: list[tuple[bool, bool]]
+) -> None:
+    """The processing lane's heartbeats are sent and read by the heartbeat thread inside
+    batches too: the machine told of the last one and of the last poll
+    (``last_poll_ms``) is the machine that sent, read and polled as the lane did."""
+    machine, now = _stable_machine()
+    reference, _ = _stable_machine()
+    interval = machine.config.heartbeat_interval_ms
+    out: list[object] = []
+    sent = max(machine.heartbeat_due_ms, now + 10)
+    last_poll = reference.last_poll_ms
+    for k in range(beats):
+        answered = sent + 4
+        send_in_batch, read_in_batch = in_batch[k]
+        if send_in_batch:
+            # the batch started with a poll 5 ms before the heartbeat fell due
+            assert reference.poll_idle(sent - 5, out) is not None and not out
+            (request,) = reference.next_requests(sent)
+        else:
+            assert reference.poll_idle(sent, out) is not None
+            (request,) = out
+            out.clear()
+        reference.receive(
+            HeartbeatResponse(version=request.version, correlation=request.correlation),
+            answered,
+        )
+        if read_in_batch:
+            assert reference.next_requests(answered) == []
+        else:
+            assert reference.poll_idle(answered, out) is not None and not out
+        last_poll = reference.last_poll_ms
+        sent += interval
+    last_sent = sent - interval
+    assert machine.quiet_heartbeat_answered(last_sent, last_sent + 4, last_poll_ms=last_poll)
+    assert _state(machine) == _state(reference)
+    # a last poll before the one the machine knows is refused
+    again, _ = _stable_machine()
+    assert not again.quiet_heartbeat_answered(
+        last_sent, last_sent + 4, last_poll_ms=again.last_poll_ms - 1
+    )
+
+
+def test_a_quiet_commit_request_is_the_one_the_machine_sends() -> None:
+    """``quiet_commit_request`` builds the OffsetCommit ``poll_idle_commit`` would send
+    (but for the correlation), without sending or tracking it."""
+    machine, now = _stable_machine()
+    reference, _ = _stable_machine()
+    offsets = {tp: 7 for tp in sorted(machine.assignment)}
+    before = _state(machine)
+    quiet = machine.quiet_commit_request(offsets, None)
+    assert _state(machine) == before
+    out: list[object] = []
+    assert reference.poll_idle_commit(offsets, now + 1, out) is not None
+    sent = out[0]
+    assert dataclasses.replace(quiet, correlation=sent.correlation) == sent  # type: ignore[type-var]
+    # a copy of the last one for new offsets
+    again = machine.quiet_commit_request({tp: 9 for tp in offsets}, quiet)
+    assert again == machine.quiet_commit_request({tp: 9 for tp in offsets}, None)
+    assert machine.last_heartbeat_ack_ms == reference.last_heartbeat_ack_ms

@@ -239,6 +239,7 @@ def test_parse_override_needs_key_and_value() -> None:
 def test_uniform_samples_stay_in_range(low: float, width: float, seed: int) -> None:
     dist = Distribution.from_table("x", {"dist": "uniform", "low": low, "high": low + width})
     sample = dist.sampler(random.Random(seed))
+    assert dist.maximum == low + width
     for _ in range(20):
         assert low <= sample() <= low + width
 
@@ -267,6 +268,14 @@ def test_empirical_draws_from_the_list() -> None:
     sample = dist.sampler(random.Random(1))
     assert {sample() for _ in range(200)} == {1.0, 5.0, 9.0}
     assert dist.mean == 5
+    assert dist.maximum == 9
+
+
+def test_the_largest_draw() -> None:
+    """What the processing lane bounds a batch's length with: none for lognormal."""
+    assert Distribution.constant(4).maximum == 4
+    lognormal = Distribution.from_table("x", {"dist": "lognormal", "median": 1, "p99": 9})
+    assert lognormal.maximum is None
 
 
 @pytest.mark.parametrize(

@@ -406,7 +406,9 @@ class MemberMachine:
             return t.heartbeat_due_ms
         return best
 
-    def quiet_heartbeat_answered(self, sent_ms: int, answered_ms: int) -> bool:
+    def quiet_heartbeat_answered(
+        self, sent_ms: int, answered_ms: int, last_poll_ms: int | None = None
+    ) -> bool:
         """Record a heartbeat the runner sent at ``sent_ms`` for this machine and saw
         answered without error at ``answered_ms``, the runner polling at both times (the
         simulator's heartbeat lane). The machine must be quiet as :meth:`poll_idle` requires,
@@ -414,24 +416,56 @@ class MemberMachine:
         is then what sending it (:meth:`poll_idle` at ``sent_ms``), :meth:`receive` of its
         answer and :meth:`poll_idle` at ``answered_ms`` leave: a quiet stretch of any number
         of such heartbeats is told by its last one. Otherwise change nothing and return
-        ``False``."""
+        ``False``.
+
+        ``last_poll_ms``: the application's last poll was then, not at ``answered_ms`` (the
+        simulator's processing lane, whose heartbeats are also sent and read by the
+        heartbeat thread while the application processes a batch): no earlier than the
+        last poll the machine knows, and the answer before the poll timer's end."""
         if self.poll_idle_blocked():
             return False
         t, config = self._t, self.config
+        poll = answered_ms if last_poll_ms is None else last_poll_ms
         # (the timeouts are checked against the stretch's own times: the machine's last
         # acknowledgement and poll may be those before the stretch)
         if not (
             t.last_poll_ms <= sent_ms < answered_ms
+            and t.last_poll_ms <= poll
             and sent_ms >= t.heartbeat_due_ms
             and answered_ms - sent_ms < min(config.session_timeout_ms, config.max_poll_interval_ms)
+            and answered_ms < poll + config.max_poll_interval_ms
             and not self._heartbeat_in_flight()
         ):
             return False
         t.heartbeat_due_ms = sent_ms + config.heartbeat_interval_ms
         t.last_clean_ms = max(t.last_clean_ms, sent_ms)
         t.last_heartbeat_ack_ms = answered_ms
-        t.last_poll_ms = answered_ms
+        t.last_poll_ms = poll
         return True
+
+    @property
+    def last_heartbeat_ack_ms(self) -> int:
+        """When the last heartbeat answer (or join) that counts for the session arrived."""
+        return self._t.last_heartbeat_ack_ms
+
+    def quiet_commit_request(
+        self, offsets: Mapping[TopicPartition, int], like: OffsetCommitRequest | None
+    ) -> OffsetCommitRequest:
+        """The OffsetCommit of ``offsets`` this machine would send now (correlation 0), not
+        sent and not tracked: for a runner that hands a quiet commit to the coordinator
+        without the machine and tells the machine only what is still in flight when the
+        quiet stretch ends (the simulator's processing lane). ``like``: a request this
+        method returned before, copied when it has the same fields and partitions."""
+        return build.commit_request(
+            version=self._version(OffsetCommitRequest),
+            correlation=0,
+            group_id=self.config.group_id,
+            generation_id=self._generation_id,
+            member_id=self.member_id,
+            group_instance_id=self.config.group_instance_id,
+            offsets=offsets,
+            like=like,
+        )
 
     def poll_idle_blocked(self) -> bool:
         """Whether :meth:`poll_idle` would return ``None`` whatever the time: the member is

@@ -120,6 +120,18 @@ class Distribution:
             return p[0] * math.exp(sigma * sigma / 2)
         return sum(p) / len(p)
 
+    @property
+    def maximum(self) -> float | None:
+        """The largest value a draw can take, or ``None`` (lognormal: unbounded)."""
+        p = self.params
+        if self.dist == "constant":
+            return p[0]
+        if self.dist == "uniform":
+            return max(p[0], p[1])
+        if self.dist == "lognormal":
+            return None
+        return max(p)
+
     def sampler(self, rng: random.Random) -> Callable[[], float]:
         """A zero-argument callable drawing from this distribution with ``rng``."""
         p = self.params
