@@ -22,6 +22,7 @@ __all__ = [
     "assign",
     "assign_encoded",
     "assign_server",
+    "lane_loop",
     "plain_current",
 ]
 
@@ -350,6 +351,37 @@ def app_loop(
     ``deadline_base``: the machine's deadline after a poll at ``t`` is
     ``min(deadline_base, t + max_poll_interval_ms)`` (no step is then left to the
     machine: the loop goes on, and the last polled step is the one to tell it of)."""
+
+def lane_loop(
+    partitions: list[tuple[bool, int, int, float, int]],
+    batch: list[tuple[int, int, list[float]]],
+    rr: int,
+    busy_until: int | None,
+    wake_at: int,
+    limit: int,
+    read_limit: int,
+    max_poll_records: int,
+    record_ms: float | None,
+    sample: Callable[[], float],
+    max_lag_ms: float,
+    timers: tuple[int, int, int, int | None, bool, int, int | None, int, int | None],
+    reads: list[tuple[int, int, bool]],
+    settings: tuple[int, int, int],
+) -> tuple[
+    tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
+    tuple[int, int, int, bool],
+    tuple[int, int, float, list[tuple[int, int]]],
+    tuple[int, int, int, int | None, bool, int, int | None, int, int | None],
+]:
+    """The steps of one member in the simulator's processing lane
+    (``groupcoord.sim.engine.Engine._plane_steps``): wake-ups from ``wake_at`` before
+    ``limit``, and the answers in ``reads`` ((arrival, place, a heartbeat's), in order)
+    before ``read_limit``. ``timers``: (hb_due, last_ack, last_poll, hb_sent,
+    hb_sent_poll, hb_poll_before, told_sent, told_answered, last_hb_send); ``settings``:
+    (session.timeout.ms, max.poll.interval.ms, heartbeat.interval.ms). Returns the
+    application state as ``app_loop`` does, (wake_at, steps, answers read, a commit's
+    answer among them), the counts as ``app_loop`` does, and the timers. Raises
+    ``RuntimeError`` where the lane's conditions do not hold (a timeout due)."""
 
 # =====================================================================================
 # END simulator application loop

@@ -173,7 +173,11 @@ impl AppLoop {
 
     /// Start a batch if records wait (its end), else when the next record arrives
     /// (`Engine._poll_records`).
-    fn poll_records(&mut self, now: i64, record_time: &mut impl RecordTime) -> Option<i64> {
+    pub(crate) fn poll_records(
+        &mut self,
+        now: i64,
+        record_time: &mut impl RecordTime,
+    ) -> Option<i64> {
         let mut best: Option<i64> = None;
         let mut any_active = false;
         for p in &self.partitions {
@@ -258,7 +262,7 @@ impl AppLoop {
     }
 
     /// Count the batch's records as processed (`Recorder.processed` per segment).
-    fn apply_batch(&mut self, tally: &mut Tally) {
+    pub(crate) fn apply_batch(&mut self, tally: &mut Tally) {
         for segment in std::mem::take(&mut self.batch) {
             let p = &mut self.partitions[segment.partition];
             let n = segment.completions.len() as i64;

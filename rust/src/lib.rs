@@ -6,6 +6,7 @@ pub mod assign;
 mod bindings;
 pub mod consumer_protocol;
 pub mod expiry;
+pub mod lane_loop;
 mod prefetch;
 pub mod timer;
 

@@ -7,15 +7,15 @@ use pyo3::prelude::*;
 use crate::app_loop::{AppLoop, Partition, PollDeadline, Segment, Stop, Tally};
 
 /// A partition as the engine passes it: (active, position, start_ms, rate, processed_end).
-type PartitionIn = (bool, i64, i64, f64, i64);
+pub(crate) type PartitionIn = (bool, i64, i64, f64, i64);
 /// A batch segment: (partition index, first offset, completion times).
-type SegmentInOut = (usize, i64, Vec<f64>);
+pub(crate) type SegmentInOut = (usize, i64, Vec<f64>);
 /// (positions and processed ends, rr, busy_until, batch)
-type AppState = (Vec<(i64, i64)>, i64, Option<i64>, Vec<SegmentInOut>);
+pub(crate) type AppState = (Vec<(i64, i64)>, i64, Option<i64>, Vec<SegmentInOut>);
 /// (wake_at, polled, steps, the step to ask the machine about: (t, at))
 type Steps = (i64, Option<i64>, u64, Option<(i64, Option<i64>)>);
 /// (records, duplicates, max_lag_ms, [(lag ms, records)])
-type Counts = (i64, i64, f64, Vec<(i64, i64)>);
+pub(crate) type Counts = (i64, i64, f64, Vec<(i64, i64)>);
 
 /// `app_loop(partitions, batch, rr, busy_until, wake_at, until, limit, max_poll_records,
 /// record_ms, sample, max_lag_ms, deadline_base=None, max_poll_interval_ms=0)`: run the
@@ -42,6 +42,52 @@ pub fn app_loop(
     deadline_base: Option<i64>,
     max_poll_interval_ms: i64,
 ) -> PyResult<(AppState, Steps, Counts)> {
+    let mut app = build_app(partitions, batch, rr, busy_until, max_poll_records)?;
+    app.poll_deadline = deadline_base.map(|base| PollDeadline {
+        base,
+        max_poll_interval_ms,
+    });
+    let mut tally = Tally {
+        max_lag_ms,
+        ..Tally::default()
+    };
+    let mut failed: Option<PyErr> = None;
+    let ran = match record_ms {
+        Some(value) => app.run(wake_at, until, limit, &mut || value, &mut tally),
+        None => {
+            let mut draw = || match sample.call0().and_then(|v| v.extract::<f64>()) {
+                Ok(v) => v,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    0.0
+                }
+            };
+            app.run(wake_at, until, limit, &mut draw, &mut tally)
+        }
+    };
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let state = app_state(app);
+    let poll = match ran.stop {
+        Stop::Done => None,
+        Stop::Poll { t, at } => Some((t, at)),
+    };
+    Ok((
+        state,
+        (ran.wake_at, ran.polled, ran.steps, poll),
+        counts(tally),
+    ))
+}
+
+/// The process's application state from the engine's tuples (see [`app_loop`]).
+pub(crate) fn build_app(
+    partitions: Vec<PartitionIn>,
+    batch: Vec<SegmentInOut>,
+    rr: i64,
+    busy_until: Option<i64>,
+    max_poll_records: i64,
+) -> PyResult<AppLoop> {
     if max_poll_records < 1 {
         return Err(PyValueError::new_err(format!(
             "max_poll_records must be >= 1, got {max_poll_records}"
@@ -65,10 +111,7 @@ pub fn app_loop(
         busy_until,
         batch: Vec::with_capacity(batch.len()),
         max_poll_records,
-        poll_deadline: deadline_base.map(|base| PollDeadline {
-            base,
-            max_poll_interval_ms,
-        }),
+        poll_deadline: None,
     };
     for (partition, first_offset, completions) in batch {
         if partition >= count {
@@ -82,28 +125,12 @@ pub fn app_loop(
             completions,
         });
     }
-    let mut tally = Tally {
-        max_lag_ms,
-        ..Tally::default()
-    };
-    let mut failed: Option<PyErr> = None;
-    let ran = match record_ms {
-        Some(value) => app.run(wake_at, until, limit, &mut || value, &mut tally),
-        None => {
-            let mut draw = || match sample.call0().and_then(|v| v.extract::<f64>()) {
-                Ok(v) => v,
-                Err(e) => {
-                    failed.get_or_insert(e);
-                    0.0
-                }
-            };
-            app.run(wake_at, until, limit, &mut draw, &mut tally)
-        }
-    };
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    let state = (
+    Ok(app)
+}
+
+/// The application state back as the engine's tuples.
+pub(crate) fn app_state(app: AppLoop) -> AppState {
+    (
         app.partitions
             .iter()
             .map(|p| (p.position, p.processed_end))
@@ -114,16 +141,12 @@ pub fn app_loop(
             .into_iter()
             .map(|s| (s.partition, s.first_offset, s.completions))
             .collect(),
-    );
-    let poll = match ran.stop {
-        Stop::Done => None,
-        Stop::Poll { t, at } => Some((t, at)),
-    };
+    )
+}
+
+/// The recorder's counts, lags in ascending order.
+pub(crate) fn counts(tally: Tally) -> Counts {
     let mut lags: Vec<(i64, i64)> = tally.lags.into_iter().collect();
     lags.sort_unstable();
-    Ok((
-        state,
-        (ran.wake_at, ran.polled, ran.steps, poll),
-        (tally.records, tally.duplicates, tally.max_lag_ms, lags),
-    ))
+    (tally.records, tally.duplicates, tally.max_lag_ms, lags)
 }
