@@ -113,6 +113,34 @@ the heartbeat whose answer or arrival is still to come (the answer or the reques
 queued at its key), or the process wakes to send the next one; a latency drawn for a
 send that had not happened yet is handed back. The coordinator sees every heartbeat at
 its time; the outputs are the same as the eager engine's.
+
+**The processing lane** (also ``lazy=True``; ``Engine(processing_lane=False)`` turns it
+off for comparisons). The heartbeat lane for members that process records. A lazy process
+whose boundary finds nothing in flight, on a connection of constant latency, enters it if
+nothing can reach a timeout while it stays: a heartbeat's round trip shorter than the
+heartbeat and auto-commit intervals, and a heartbeat interval plus the longest possible
+batch (``max.poll.records`` times the largest record time; none for lognormal) plus a
+round trip shorter than the session and the poll interval. Then its machine is not
+called: the lane keeps the machine's timers (next heartbeat due, last answer, last poll)
+and its application steps stay lazy with no end, the heartbeat thread's sends and the
+answers' reads being steps among them (``_plane_steps``; in Rust, ``_core.lane_loop``).
+The queue holds, per process, the next heartbeat's arrival at the coordinator (sent when
+it falls due, an interval after the previous one, whose answer comes first), the next
+auto-commit's check and the commit's arrival. At an arrival the coordinator takes the
+request quietly (``quiet_heartbeat``, ``SyncShell.quiet_offset_commit``) and the answer's
+read is scheduled for the process, or the process leaves the lane and the request arrives
+for real. The check, at the auto-commit's due time, finds the first poll at or after it
+(the process's next step when it waits for a record, or the next answer's read if that
+comes first; the end of the batch in hand otherwise) and decides there what the poll
+commits: the offsets consumed, or nothing (the timer moves). A request whose answer is not
+scheduled yet could be read before that poll: the check then waits for its arrival. When
+an event touches the process (``_touch``: a timeline action, a metadata refresh, a lookup,
+the end of the run) it leaves the lane as the eager engine has it at that event
+(``_plane_leave``): its steps run up to the event, the machine is told of the last
+heartbeat answered (``MemberMachine.quiet_heartbeat_answered`` with the last poll), then
+sends for real what is still out, in the order it was sent, each after the poll before it
+(``poll_idle_commit``, ``poll_idle``, ``next_requests`` inside a batch), then hears of the
+last poll; a request still on its way is queued at its key, an answer at its own.
 """
 
 from __future__ import annotations
@@ -122,8 +150,8 @@ import itertools
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 from groupcoord import _core
 from groupcoord.assignors import Assignor, CooperativeStickyAssignor
@@ -183,6 +211,8 @@ _ANSWER = 7  # an answer (or a failure) reaches a member (sub-order: place on th
 _LOOKUP = 8  # FindCoordinator's round trip ends
 _WAKE = 9  # a member's own wake-up (application loop, heartbeat thread, timers)
 _METADATA = 10  # a member's metadata refresh
+#: the lazy period of a process in the processing lane: it has no end
+_FOREVER = 1 << 62
 
 Progress = Callable[[int, int], None]
 
@@ -258,6 +288,74 @@ class _Lane:
 
 
 @dataclass(slots=True, eq=False)
+class _CommitPlan:
+    """An auto-commit the processing lane decided on: the first poll at or after the
+    auto-commit's due time is the step at ``key`` (its time, rank and place); ``offsets``
+    None: nothing was consumed since the last commit, the step only moves the timer."""
+
+    key: tuple[int, int, int]
+    offsets: dict[TopicPartition, int] | None
+    #: the commit's arrival at the coordinator: (time, place on the connection)
+    arrival: int = 0
+    up_seq: int = 0
+    #: its answer, once the coordinator took it: (arrival at the member, place, answer)
+    answer: tuple[int, int, OffsetCommitResponse] | None = None
+    #: its answer was read (the commit is complete)
+    read: bool = False
+    #: the application's last poll before that step
+    poll_before: int = 0
+    #: its step came before an event that saw the process: its effects are committed
+    applied: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class _ProcessingLane:
+    """A member that processes records and whose heartbeats and auto-commits run in the
+    processing lane (see "The processing lane" in the module documentation). Its machine
+    is not called while it is in the lane: the lane keeps the machine's timers as the
+    machine would (``hb_due``, ``last_ack``, ``last_poll``) and tells it when the process
+    leaves. Times are virtual milliseconds."""
+
+    member_id: str
+    generation: int
+    instance_id: str | None
+    hb_due: int
+    last_ack: int
+    last_poll: int
+    #: the heartbeat in flight: sent at ``hb_sent`` by a poll (``hb_sent_poll``) or by the
+    #: heartbeat thread inside a batch, the application's last poll before that step
+    hb_sent: int | None = None
+    hb_sent_poll: bool = False
+    hb_poll_before: int = 0
+    #: the last heartbeat answered in the lane and not yet told to the machine
+    told_sent: int | None = None
+    told_answered: int = 0
+    #: the heartbeat whose arrival is queued: sent (or to be sent) at ``next_sent``,
+    #: arriving at ``next_arrival`` as the ``next_up_seq``-th request on the connection
+    next_sent: int = 0
+    next_arrival: int = 0
+    next_up_seq: int = 0
+    #: answers to read, in order: (arrival at the member, place on the connection,
+    #: a heartbeat's (True) or the commit's)
+    reads: list[tuple[int, int, bool]] = field(default_factory=list)
+    #: the auto-commit decided on and not yet complete, and the next check's time
+    commit: _CommitPlan | None = None
+    commit_like: OffsetCommitRequest | None = None
+    check_at: int = 0
+    #: the connection's order: requests numbered so far, answers scheduled so far
+    up_seq: int = 0
+    down_seq: int = 0
+    down_last_ms: float = 0.0
+    #: the latest heartbeat and commit sends the lane made (for the connection's order)
+    last_hb_send: int | None = None
+    last_commit_send: int | None = None
+    #: bumped to make queued events of the lane stale
+    hb_token: int = 0
+    commit_token: int = 0
+    check_token: int = 0
+
+
+@dataclass(slots=True, eq=False)
 class Process:
     """One incarnation of a member: its machine, its application, its connection."""
 
@@ -300,6 +398,8 @@ class Process:
     held_wake: int | None = None
     #: its heartbeats run in the lane (``Engine(lazy=True)``)
     lane: _Lane | None = None
+    #: its heartbeats and auto-commits run in the processing lane
+    plane: _ProcessingLane | None = None
     #: ``wake_at`` when an answer's arrival ended its lazy steps and that wake-up is not
     #: queued yet: the answer's step may go lazy again from it (see ``Engine._at_member``)
     unqueued_wake: int | None = None
@@ -331,6 +431,7 @@ class Engine:
         check_invariants: bool = False,
         lazy: bool = True,
         native: bool = True,
+        processing_lane: bool = True,
     ) -> None:
         """``lazy=False``: every application step is a queued event and every heartbeat
         goes through the machine and ``GroupCoordinator.handle`` (the reference the tests
@@ -402,6 +503,45 @@ class Engine:
         self._heartbeat_interval_ms: int = c.heartbeat_interval_ms
         self._session_timeout_ms: int = c.session_timeout_ms
         self._max_poll_interval_ms: int = c.max_poll_interval_ms
+        # The processing lane (see "The processing lane" in the module documentation): for
+        # lazy processes on a connection of constant latency (no draws, so nothing depends
+        # on the order of sends) whose steps cannot reach a timeout while the coordinator
+        # answers their heartbeats
+        latency = scenario.network.latency_ms
+        self._latency_ms: float | None = (
+            float(latency.params[0]) if latency.dist == "constant" else None
+        )
+        longest_record = record_time.maximum
+        self._plane_ok: bool = False
+        #: a bound on a request's round trip and on a batch's length (the lane's conditions)
+        self._round_trip_ms = self._longest_batch_ms = 0
+        if (
+            processing_lane
+            and self._lazy
+            and self._latency_ms is not None
+            and self._latency_ms > 0
+            and longest_record is not None
+        ):
+            round_trip = self._round_trip_ms = 2 * math.ceil(self._latency_ms) + 2
+            longest_batch = self._longest_batch_ms = (
+                math.ceil(c.max_poll_records * longest_record) + 1
+            )
+            self._plane_ok = (
+                round_trip < c.heartbeat_interval_ms
+                and round_trip < c.auto_commit_interval_ms
+                and c.heartbeat_interval_ms + longest_batch + round_trip
+                < min(c.session_timeout_ms, c.max_poll_interval_ms)
+            )
+        self._plane_settings = (
+            c.session_timeout_ms,
+            c.max_poll_interval_ms,
+            c.heartbeat_interval_ms,
+        )
+        #: heartbeats and auto-commits the coordinator took from processes in the processing
+        #: lane, and how often processes entered it
+        self.plane_heartbeats = 0
+        self.plane_commits = 0
+        self.plane_entries = 0
         # coordinator
         k = scenario.coordinator
         self._coordinator_settings: dict[str, object] = {
@@ -447,6 +587,8 @@ class Engine:
         for process in self.processes.values():
             if process.lane is not None:
                 self._lane_leave(process)
+            if process.plane is not None:
+                self._plane_leave(process)
         if self._lazy:
             # the lazy steps up to the end
             for process in self.processes.values():
@@ -737,6 +879,8 @@ class Engine:
     # ------------------------------------------------------------------ members: one step
 
     def _wake(self, process: Process, at: int) -> None:
+        if process.plane is not None:
+            return  # queued before it entered the processing lane: superseded
         if process.lazy_until is not None:
             self._catch_up(process)
             if process.wake_at != at:
@@ -877,6 +1021,9 @@ class Engine:
 
         A folded answer (``Engine._fold``) whose key is smaller than the event's is read in
         between: the steps before its arrival, then its step, then the rest."""
+        if process.plane is not None:
+            self._plane_catch_up(process)
+            return
         event = self._event
         folded = process.folded
         if folded is not None and (folded[0], _ANSWER, process.key, folded[1]) < (
@@ -943,31 +1090,10 @@ class Engine:
         its answer checked against that deadline. ``False`` (nothing done): a batch in
         hand names a partition the process no longer holds (revoked while it processed
         it); the Python loop handles that."""
-        owned = process.owned
-        batch: list[tuple[int, int, list[float]]] = []
-        if process.batch:
-            index = {tp: i for i, tp in enumerate(owned)}
-            for segment in process.batch:
-                i = index.get(segment.tp)
-                if i is None:
-                    return False
-                batch.append((i, segment.first_offset, segment.completions_ms))
-        streams = self.streams
-        held: list[PartitionStream] = []
-        parts: list[tuple[bool, int, int, float, int]] = []
-        for tp, o in owned.items():
-            stream = streams[tp]
-            held.append(stream)
-            position = o.position
-            parts.append(
-                (
-                    o.active,
-                    -1 if position is None else position,
-                    stream.start_ms,
-                    stream.rate_per_s,
-                    stream.processed_end,
-                )
-            )
+        app = self._native_app(process)
+        if app is None:
+            return False
+        parts, batch, held = app
         machine, recorder = process.machine, self.recorder
         base = machine.quiet_deadline_base()
         max_poll = self._max_poll_interval_ms
@@ -986,15 +1112,8 @@ class Engine:
             base,
             max_poll,
         )
-        ends, process.rr, process.busy_until, batch = state
         process.wake_at, polled, steps, _ = ran
-        records, duplicates, recorder.max_lag_ms, lags = counts
-        recorder.records_processed += records
-        recorder.duplicates += duplicates
-        if lags:
-            lag_counts = recorder.lag_counts
-            for lag, n in lags:
-                lag_counts[lag] += n
+        self._native_app_store(process, held, state, counts)
         if polled is not None:
             deadline = machine.poll_idle(polled, self._sent)
             expected = polled + max_poll
@@ -1004,6 +1123,68 @@ class Engine:
                 deadline,
                 base,
             )
+        self.lazy_steps += steps
+        return True
+
+    def _native_app(
+        self, process: Process
+    ) -> (
+        tuple[
+            list[tuple[bool, int, int, float, int]],
+            list[tuple[int, int, list[float]]],
+            list[PartitionStream],
+        ]
+        | None
+    ):
+        """The process's application state as the Rust loops take it (partitions, the
+        batch in hand, and the partitions' streams in the same order), or ``None`` when
+        the batch names a partition the process no longer holds (revoked while it
+        processed it): the Python loops handle that."""
+        owned = process.owned
+        batch: list[tuple[int, int, list[float]]] = []
+        if process.batch:
+            index = {tp: i for i, tp in enumerate(owned)}
+            for segment in process.batch:
+                i = index.get(segment.tp)
+                if i is None:
+                    return None
+                batch.append((i, segment.first_offset, segment.completions_ms))
+        streams = self.streams
+        held: list[PartitionStream] = []
+        parts: list[tuple[bool, int, int, float, int]] = []
+        for tp, o in owned.items():
+            stream = streams[tp]
+            held.append(stream)
+            position = o.position
+            parts.append(
+                (
+                    o.active,
+                    -1 if position is None else position,
+                    stream.start_ms,
+                    stream.rate_per_s,
+                    stream.processed_end,
+                )
+            )
+        return parts, batch, held
+
+    def _native_app_store(
+        self,
+        process: Process,
+        held: list[PartitionStream],
+        state: tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
+        counts: tuple[int, int, float, list[tuple[int, int]]],
+    ) -> None:
+        """Take back the application state and the recorder's counts a Rust loop returned."""
+        ends, process.rr, process.busy_until, batch = state
+        recorder = self.recorder
+        records, duplicates, recorder.max_lag_ms, lags = counts
+        recorder.records_processed += records
+        recorder.duplicates += duplicates
+        if lags:
+            lag_counts = recorder.lag_counts
+            for lag, n in lags:
+                lag_counts[lag] += n
+        owned = process.owned
         for o, stream, (position, end) in zip(owned.values(), held, ends, strict=True):
             if o.active:
                 o.position = position
@@ -1013,8 +1194,6 @@ class Engine:
             process.batch = [_Segment(tps[i], first, c) for i, first, c in batch]
         else:
             process.batch = []
-        self.lazy_steps += steps
-        return True
 
     def _fold(self, process: Process, response: CoordinatorResponse, answer_ms: int) -> bool:
         """The answer of a quiet exchange reaches the lazy process at ``answer_ms``: fold it
@@ -1145,6 +1324,8 @@ class Engine:
         if process.lazy_until != at:
             return  # it left the lazy mode (or chose another boundary) since
         self._catch_up(process)
+        if self._plane_ok and self._plane_enter(process, at):
+            return
         self._leave_lazy(process)
         wake_at = process.wake_at
         if wake_at == at:
@@ -1158,6 +1339,9 @@ class Engine:
     def _touch(self, process: Process) -> None:
         """An event touches a process that is lazy or in the heartbeat lane: bring it up to
         the event, as the eager engine has it."""
+        if process.plane is not None:
+            self._plane_leave(process)
+            return
         if process.lazy_until is not None:
             self._unlazy(process)
         if process.lane is not None:
@@ -1435,6 +1619,598 @@ class Engine:
         if self._auto_commit and at >= process.next_auto_commit_ms:
             process.next_auto_commit_ms = at + self._auto_commit_interval_ms
 
+    # ------------------------------------------------------------------ the processing lane
+
+    def _plane_enter(self, process: Process, at: int) -> bool:
+        """The boundary at ``at`` of a lazy process that has nothing in flight: if its
+        heartbeats and auto-commits can run in the processing lane from here, put it there
+        (its application steps stay lazy, with no end) and queue the lane's first events:
+        the arrival of the next heartbeat and the next auto-commit's check."""
+        machine = process.machine
+        hb_due = machine.heartbeat_due_ms
+        next_commit = process.next_auto_commit_ms
+        if (
+            not self._plane_ok
+            or process.folded is not None
+            or process.outstanding
+            or process.buffered
+            or process.fetches
+            or process.lookup_in_flight
+            or process.poll_expired_seen
+            or not process.running
+            or process.paused_until is not None
+            or process.cut_until is not None
+            or not process.owned
+            or self.coordinator is None
+            or process.wake_at is None
+            or hb_due < at
+            or next_commit <= at
+            # the next heartbeat is answered, and the application polls, before a timeout
+            or hb_due + self._round_trip_ms
+            >= machine.last_heartbeat_ack_ms + self._session_timeout_ms
+            or hb_due + self._longest_batch_ms + self._round_trip_ms
+            >= machine.last_poll_ms + self._max_poll_interval_ms
+            or machine.poll_idle_blocked()
+        ):
+            return False
+        latency = self._latency_ms
+        assert latency is not None
+        lane = _ProcessingLane(
+            member_id=machine.member_id,
+            generation=machine.generation,
+            instance_id=machine.config.group_instance_id,
+            hb_due=hb_due,
+            last_ack=machine.last_heartbeat_ack_ms,
+            last_poll=machine.last_poll_ms,
+            up_seq=process.up_seq,
+            down_seq=process.down_seq,
+            down_last_ms=process.down_last_ms,
+        )
+        process.plane = lane
+        process.lazy_until = _FOREVER
+        process.boundary_at = None
+        self.plane_entries += 1
+        self._plane_queue_heartbeat(process, lane, hb_due)
+        self._plane_queue_check(process, lane, next_commit)
+        return True
+
+    def _plane_queue_heartbeat(self, process: Process, lane: _ProcessingLane, sent: int) -> None:
+        """Queue the arrival of the heartbeat the lane sends at ``sent`` (the machine's
+        rule: an interval after the previous one, whose answer comes before it)."""
+        lane.up_seq += 1
+        lane.next_sent = sent
+        lane.next_arrival = math.ceil(sent + self._latency_ms)  # type: ignore[operator]
+        lane.next_up_seq = lane.up_seq
+        lane.hb_token += 1
+        heapq.heappush(
+            self._queue,
+            (
+                lane.next_arrival,
+                _REQUEST,
+                process.key,
+                lane.up_seq,
+                next(self._seq),
+                self._plane_heartbeat_arrives,
+                (process, lane, lane.hb_token),
+            ),
+        )
+
+    def _plane_queue_check(self, process: Process, lane: _ProcessingLane, at: int) -> None:
+        """Queue the auto-commit's check at ``at``, before anything of the process at that
+        millisecond (an answer read then is a poll the commit may be sent from)."""
+        lane.check_at = at
+        lane.check_token += 1
+        heapq.heappush(
+            self._queue,
+            (
+                at,
+                _ANSWER,
+                process.key,
+                -1,
+                next(self._seq),
+                self._plane_check,
+                (process, lane, lane.check_token),
+            ),
+        )
+
+    def _plane_limits(self, process: Process) -> tuple[int, int]:
+        """The steps of the lane's process that come before the current event: its wake-ups
+        before the first limit, its answers before the second."""
+        event = self._event
+        t, rank, proc = event[0], event[1], event[2]
+        return (
+            t + 1 if (_WAKE, process.key) < (rank, proc) else t,
+            t + 1 if (_ANSWER, process.key) < (rank, proc) else t,
+        )
+
+    def _plane_catch_up(self, process: Process) -> None:
+        """Run the lane's process's steps that come before the current event, as their own
+        events would have: the application's lazy steps, the heartbeat thread's sends and
+        the answers' reads."""
+        limit, read_limit = self._plane_limits(process)
+        self._plane_steps(process, limit, read_limit)
+
+    def _plane_steps(self, process: Process, limit: int, read_limit: int) -> None:
+        """The steps of a process in the processing lane: each is a wake-up (the
+        application's, or the heartbeat thread's at the next heartbeat) or an answer's
+        read, which comes before a wake-up of the same millisecond. A step finishes the
+        batch in hand if it is done; then either the application polls (the poll timer
+        restarts, a due heartbeat is sent, the next batch starts or the process waits for a
+        record) or, inside a batch, the heartbeat thread sends a due heartbeat. The next
+        wake-up is the earliest of the batch's end or the next record, and the machine's
+        deadline; an answer's step leaves an earlier wake-up in place (``_set_wake``)."""
+        lane = process.plane
+        assert lane is not None
+        if self._native and self._plane_steps_native(process, lane, limit, read_limit):
+            return
+        reads = lane.reads
+        now, catching_up = self.now, self._catching_up
+        self._catching_up = True
+        session, max_poll = self._session_timeout_ms, self._max_poll_interval_ms
+        interval = self._heartbeat_interval_ms
+        steps = 0
+        try:
+            while True:
+                wake_at = process.wake_at
+                assert wake_at is not None, process.name
+                if reads and reads[0][0] < read_limit and reads[0][0] <= wake_at:
+                    t, _, heartbeat = reads.pop(0)
+                    read = True
+                    # (the machine's timers are checked before it reads the answer)
+                    assert t < lane.last_ack + session and t < lane.last_poll + max_poll, (
+                        process.name,
+                        t,
+                        lane,
+                    )
+                    if heartbeat:
+                        assert lane.hb_sent is not None, (process.name, t, lane)
+                        lane.told_sent, lane.told_answered = lane.hb_sent, t
+                        lane.hb_sent = None
+                        lane.last_ack = t
+                    else:
+                        plan = lane.commit
+                        assert plan is not None and plan.answer is not None
+                        plan.read = True
+                elif wake_at < limit:
+                    t = wake_at
+                    read = False
+                    assert t < lane.last_ack + session and t < lane.last_poll + max_poll, (
+                        process.name,
+                        t,
+                        lane,
+                    )
+                else:
+                    break
+                self.now = t
+                busy_until = process.busy_until
+                if busy_until is not None and t >= busy_until:
+                    self._apply_batch(process, until_ms=None)
+                    process.busy_until = busy_until = None
+                due = lane.hb_sent is None and t >= lane.hb_due
+                if busy_until is None:  # the application polls
+                    if due:
+                        assert t == lane.hb_due, (process.name, t, lane)
+                        lane.hb_sent, lane.hb_sent_poll = t, True
+                        lane.hb_poll_before = lane.last_poll
+                        lane.hb_due = t + interval
+                        lane.last_hb_send = t
+                    lane.last_poll = t
+                    at = self._poll_records(process)
+                else:  # the heartbeat thread, inside a batch
+                    if due:
+                        assert t == lane.hb_due, (process.name, t, lane)
+                        lane.hb_sent, lane.hb_sent_poll = t, False
+                        lane.hb_poll_before = lane.last_poll
+                        lane.hb_due = t + interval
+                        lane.last_hb_send = t
+                    at = busy_until
+                # the machine's deadline (next_deadline, poll_idle)
+                best = lane.last_ack + session
+                if lane.hb_sent is None and lane.hb_due < best:
+                    best = lane.hb_due
+                deadline = lane.last_poll + max_poll
+                if best < deadline:
+                    deadline = best
+                if at is None or deadline < at:
+                    at = deadline
+                if at <= t:
+                    at = t + 1  # as _set_wake does
+                if not read or at < wake_at or (wake_at == t and process.busy_until is not None):
+                    # (an answer's step leaves an earlier wake-up queued; one due now runs
+                    # after it, and inside the batch it just started it only wakes at ``at``)
+                    process.wake_at = at
+                steps += 1
+        finally:
+            self.now, self._catching_up = now, catching_up
+            self.lazy_steps += steps
+
+    def _plane_steps_native(
+        self, process: Process, lane: _ProcessingLane, limit: int, read_limit: int
+    ) -> bool:
+        """``_plane_steps`` in Rust (``_core.lane_loop``: the same steps, timers and floats);
+        ``False`` (nothing done) where the Python loop must run (see ``_native_app``)."""
+        wake_at = process.wake_at
+        assert wake_at is not None
+        reads = lane.reads
+        if wake_at >= limit and not (reads and reads[0][0] < read_limit):
+            return True  # nothing to run
+        app = self._native_app(process)
+        if app is None:
+            return False
+        parts, batch, held = app
+        state, ran, counts, timers = _core.lane_loop(
+            parts,
+            batch,
+            process.rr,
+            process.busy_until,
+            wake_at,
+            limit,
+            read_limit,
+            self._max_poll_records,
+            self._record_ms,
+            process.sample_record_ms,
+            self.recorder.max_lag_ms,
+            (
+                lane.hb_due,
+                lane.last_ack,
+                lane.last_poll,
+                lane.hb_sent,
+                lane.hb_sent_poll,
+                lane.hb_poll_before,
+                lane.told_sent,
+                lane.told_answered,
+                lane.last_hb_send,
+            ),
+            reads,
+            self._plane_settings,
+        )
+        process.wake_at, steps, done, commit_read = ran
+        self._native_app_store(process, held, state, counts)
+        (
+            lane.hb_due,
+            lane.last_ack,
+            lane.last_poll,
+            lane.hb_sent,
+            lane.hb_sent_poll,
+            lane.hb_poll_before,
+            lane.told_sent,
+            lane.told_answered,
+            lane.last_hb_send,
+        ) = timers
+        if done:
+            del reads[:done]
+        if commit_read:
+            plan = lane.commit
+            assert plan is not None and plan.answer is not None, (process.name, lane)
+            plan.read = True
+        self.lazy_steps += steps
+        return True
+
+    def _plane_heartbeat_arrives(self, process: Process, lane: _ProcessingLane, token: int) -> None:
+        """A lane heartbeat reaches the coordinator: taken quietly, its answer is scheduled
+        for the process to read and the next heartbeat's arrival is queued; otherwise the
+        process leaves the lane and the heartbeat arrives as a real request."""
+        if process.plane is not lane or lane.hb_token != token:
+            return  # stale
+        now = self.now
+        coordinator = self.coordinator
+        if coordinator is None or not coordinator.quiet_heartbeat(
+            self.group_id, lane.member_id, lane.generation, lane.instance_id, now
+        ):
+            request = self._plane_leave(process, arriving=True)
+            assert request is not None
+            self._at_coordinator(process, request)
+            return
+        recorder = self.recorder
+        recorder.requests += 1
+        recorder.heartbeats += 1
+        self.plane_heartbeats += 1
+        answered = self._plane_answer(lane, heartbeat=True)
+        sent = lane.next_sent + self._heartbeat_interval_ms
+        assert answered < sent, (process.name, answered, sent)
+        self._plane_queue_heartbeat(process, lane, sent)
+        if self._coordinator_wake is None:
+            # (a refreshed session ends later than before: a queued tick stays the first)
+            self._schedule_coordinator()
+
+    def _plane_answer(self, lane: _ProcessingLane, *, heartbeat: bool) -> int:
+        """The coordinator answers a lane request now: the answer's arrival at the member,
+        in order on the connection (``_down_arrival``); queued for the lane to read."""
+        arrival = max(self.now + self._latency_ms, lane.down_last_ms)  # type: ignore[operator]
+        lane.down_last_ms = arrival
+        lane.down_seq += 1
+        answered = math.ceil(arrival)
+        lane.reads.append((answered, lane.down_seq, heartbeat))
+        return answered
+
+    def _plane_check(self, process: Process, lane: _ProcessingLane, token: int) -> None:
+        """The auto-commit falls due: the first poll at or after now commits what was
+        consumed (or only moves the timer when nothing was). That poll is the process's
+        next step if it waits for a record (or the next answer's read, if that comes first),
+        or the end of the batch in hand: decided now, the commit's arrival queued. An
+        answer not yet scheduled could be read first; the check then waits for the
+        request's arrival."""
+        if process.plane is not lane or lane.check_token != token:
+            return  # stale
+        self._plane_catch_up(process)
+        self._plane_commit_passed(process, lane)
+        key: tuple[int, int, int]
+        reads = lane.reads
+        busy_until = process.busy_until
+        if busy_until is not None:
+            # (answers read before the batch's end are read inside it: no poll)
+            key = (busy_until, _WAKE, 0)
+            for read in reads:
+                if read[0] >= busy_until:
+                    if read[0] == busy_until:
+                        key = (busy_until, _ANSWER, read[1])
+                    break
+        else:
+            at = process.wake_at
+            assert at is not None
+            if reads and reads[0][0] <= at:
+                key = (reads[0][0], _ANSWER, reads[0][1])
+            else:
+                key = (at, _WAKE, 0)
+        at = key[0]
+        # a request on its way whose answer might be read by then
+        pending: int | None = None
+        if lane.next_sent < at and lane.next_arrival <= at:
+            pending = lane.next_arrival
+        plan = lane.commit
+        if (
+            plan is not None
+            and plan.offsets is not None
+            and plan.answer is None
+            and plan.arrival <= at
+        ):
+            pending = plan.arrival if pending is None else min(pending, plan.arrival)
+        if pending is not None:
+            assert pending > self.now, (process.name, pending, lane)
+            self._plane_queue_check(process, lane, pending)
+            return
+        committed = process.committed_positions
+        offsets = {
+            tp: o.position
+            for tp, o in process.owned.items()
+            if o.position is not None and committed.get(tp) != o.position
+        }
+        old = lane.commit
+        assert old is None or (old.applied and (old.offsets is None or old.read)), (
+            process.name,
+            old,
+        )
+        plan = lane.commit = _CommitPlan(
+            key=key, offsets=offsets or None, poll_before=lane.last_poll
+        )
+        if offsets:
+            plan.arrival = math.ceil(at + self._latency_ms)  # type: ignore[operator]
+            if lane.hb_sent is None and lane.next_sent == at:
+                # the heartbeat due at the same poll is sent after the commit
+                # (poll_idle_commit): the commit takes its place on the connection
+                plan.up_seq = lane.next_up_seq
+                self._plane_queue_heartbeat(process, lane, at)
+            else:
+                lane.up_seq += 1
+                plan.up_seq = lane.up_seq
+            lane.commit_token += 1
+            heapq.heappush(
+                self._queue,
+                (
+                    plan.arrival,
+                    _REQUEST,
+                    process.key,
+                    plan.up_seq,
+                    next(self._seq),
+                    self._plane_commit_arrives,
+                    (process, lane, lane.commit_token),
+                ),
+            )
+        self._plane_queue_check(process, lane, at + self._auto_commit_interval_ms)
+
+    def _plane_commit_passed(self, process: Process, lane: _ProcessingLane) -> None:
+        """The step of the planned auto-commit came before the current event: its effects
+        on the process (the timer, what it committed) are committed."""
+        plan = lane.commit
+        if plan is None or plan.applied:
+            return
+        event = self._event
+        if (plan.key[0], plan.key[1], process.key, plan.key[2]) >= (
+            event[0],
+            event[1],
+            event[2],
+            event[3],
+        ):
+            return
+        plan.applied = True
+        at = plan.key[0]
+        process.next_auto_commit_ms = at + self._auto_commit_interval_ms
+        if plan.offsets is not None:
+            process.committed_positions.update(plan.offsets)
+            lane.last_commit_send = at
+
+    def _plane_commit_arrives(self, process: Process, lane: _ProcessingLane, token: int) -> None:
+        """A lane auto-commit reaches the coordinator: taken quietly
+        (``SyncShell.quiet_offset_commit``: the offsets stored), its answer is scheduled
+        for the process to read; otherwise the process leaves the lane and the commit
+        arrives as a real request."""
+        if process.plane is not lane or lane.commit_token != token:
+            return  # stale
+        plan = lane.commit
+        assert plan is not None and plan.offsets is not None
+        answer = None
+        if self.coordinator is not None:
+            request = process.machine.quiet_commit_request(plan.offsets, lane.commit_like)
+            answer = self._shell.quiet_offset_commit(request, self.now)
+        if answer is None:
+            leaving = self._plane_leave(process, arriving=True)
+            assert leaving is not None
+            self._at_coordinator(process, leaving)
+            return
+        lane.commit_like = request
+        self.recorder.requests += 1
+        self.quiet_commits += 1
+        self.plane_commits += 1
+        answered = self._plane_answer(lane, heartbeat=False)
+        plan.answer = (answered, lane.down_seq, answer)
+        self._schedule_coordinator()
+
+    def _plane_leave(self, process: Process, *, arriving: bool = False) -> AnyRequest | None:
+        """Take the process out of the processing lane at the current event: its machine,
+        connection, queued events and wake-up become what the eager engine has before this
+        event. The machine is told of the last heartbeat answered in the lane, then sends
+        for real what is still out, in the order it was sent (each after the poll before
+        it), then hears of the last poll. ``arriving``: the event is the arrival of a lane
+        request the coordinator did not take quietly; it is returned, to arrive for real."""
+        lane = process.plane
+        assert lane is not None
+        self._plane_catch_up(process)
+        self._plane_commit_passed(process, lane)
+        process.plane = None
+        machine, pkey = process.machine, process.key
+        latency = self._latency_ms
+        assert latency is not None
+        plan = lane.commit
+        commit_out = (
+            plan is not None and plan.applied and plan.offsets is not None and not plan.read
+        )
+        hb_sent = lane.hb_sent
+        # the application's last poll before the first request still out
+        if commit_out and (hb_sent is None or plan.key[0] <= hb_sent):  # type: ignore[union-attr]
+            first_poll = plan.poll_before  # type: ignore[union-attr]
+        elif hb_sent is not None:
+            first_poll = lane.hb_poll_before
+        else:
+            first_poll = lane.last_poll
+        sent: list[AnyRequest] = []
+        if lane.told_sent is not None:
+            told = machine.quiet_heartbeat_answered(
+                lane.told_sent, lane.told_answered, last_poll_ms=first_poll
+            )
+            assert told, (process.name, lane)
+        elif first_poll > machine.last_poll_ms:
+            assert machine.poll_idle(first_poll, sent) is not None and not sent, (process.name,)
+        commit_request: OffsetCommitRequest | None = None
+        hb_request: HeartbeatRequest | None = None
+        if commit_out and (hb_sent is None or plan.key[0] <= hb_sent):  # type: ignore[union-attr]
+            assert plan is not None and plan.offsets is not None
+            asked = machine.poll_idle_commit(plan.offsets, plan.key[0], sent)
+            assert asked is not None, (process.name, plan)
+            commit_request = cast(OffsetCommitRequest, sent.pop(0))
+            if sent:  # the heartbeat of the same poll
+                assert hb_sent == plan.key[0], (process.name, sent, lane)
+                hb_request = cast(HeartbeatRequest, sent.pop())
+        if hb_sent is not None and hb_request is None:
+            if lane.hb_sent_poll:
+                assert machine.poll_idle(hb_sent, sent) is not None and len(sent) == 1
+                hb_request = cast(HeartbeatRequest, sent.pop())
+            else:
+                if lane.hb_poll_before > machine.last_poll_ms:
+                    assert machine.poll_idle(lane.hb_poll_before, sent) is not None and not sent
+                requests = machine.next_requests(hb_sent)
+                assert len(requests) == 1, (process.name, requests)
+                hb_request = cast(HeartbeatRequest, requests[0])
+        if commit_out and commit_request is None:
+            # sent after the heartbeat still out
+            assert plan is not None and plan.offsets is not None
+            asked = machine.poll_idle_commit(plan.offsets, plan.key[0], sent)
+            assert asked is not None and len(sent) == 1, (process.name, plan, sent)
+            commit_request = cast(OffsetCommitRequest, sent.pop())
+        if lane.last_poll > machine.last_poll_ms:
+            assert machine.poll_idle(lane.last_poll, sent) is not None and not sent
+        assert machine.last_poll_ms == lane.last_poll, (process.name, machine.last_poll_ms, lane)
+        assert machine.heartbeat_due_ms == lane.hb_due, (process.name, lane)
+        # the connection
+        process.up_seq, process.down_seq = lane.up_seq, lane.down_seq
+        process.down_last_ms = lane.down_last_ms
+        for at in (lane.last_hb_send, lane.last_commit_send):
+            if at is not None and at + latency > process.up_last_ms:
+                process.up_last_ms = at + latency
+        # what is still out: its arrival, or its answer, queued at its key
+        recorder = self.recorder
+        arrived: AnyRequest | None = None
+        if hb_request is not None:
+            process.outstanding[hb_request.correlation] = hb_request
+            if lane.next_sent == hb_sent:  # not arrived yet
+                recorder.requests += 1
+                recorder.heartbeats += 1
+                self._routes[hb_request.correlation] = (process, hb_request)
+                if (
+                    arriving
+                    and lane.next_arrival == self.now
+                    and (self._event[1] == _REQUEST and self._event[3] == lane.next_up_seq)
+                ):
+                    arrived = hb_request
+                else:
+                    self._push_request(process, hb_request, lane.next_arrival, lane.next_up_seq)
+            else:
+                read = next(r for r in lane.reads if r[2])
+                response = HeartbeatResponse(
+                    version=hb_request.version, correlation=hb_request.correlation
+                )
+                self._push_answer(process, response, read[0], read[1])
+        if commit_request is not None:
+            assert plan is not None
+            process.outstanding[commit_request.correlation] = commit_request
+            if plan.answer is None:  # not arrived yet
+                recorder.requests += 1
+                self._routes[commit_request.correlation] = (process, commit_request)
+                if (
+                    arriving
+                    and plan.arrival == self.now
+                    and (self._event[1] == _REQUEST and self._event[3] == plan.up_seq)
+                ):
+                    arrived = commit_request
+                else:
+                    self._push_request(process, commit_request, plan.arrival, plan.up_seq)
+            else:
+                answered, down_seq, answer = plan.answer
+                self._push_answer(
+                    process,
+                    replace(answer, correlation=commit_request.correlation),
+                    answered,
+                    down_seq,
+                )
+        assert arrived is not None or not arriving, (process.name, lane)
+        # the application: its next step queued, as after any lazy steps
+        self._leave_lazy(process)
+        process.held_wake = process.unqueued_wake = None
+        at = process.wake_at
+        if at is not None:
+            assert at >= self.now, (process.name, at, self.now)
+            heapq.heappush(
+                self._queue, (at, _WAKE, pkey, 0, next(self._seq), self._wake, (process, at))
+            )
+        return arrived
+
+    def _push_request(self, process: Process, request: AnyRequest, at: int, up_seq: int) -> None:
+        heapq.heappush(
+            self._queue,
+            (
+                at,
+                _REQUEST,
+                process.key,
+                up_seq,
+                next(self._seq),
+                self._at_coordinator,
+                (process, request),
+            ),
+        )
+
+    def _push_answer(self, process: Process, response: AnyResponse, at: int, down_seq: int) -> None:
+        heapq.heappush(
+            self._queue,
+            (
+                at,
+                _ANSWER,
+                process.key,
+                down_seq,
+                next(self._seq),
+                self._at_member,
+                (process, response),
+            ),
+        )
+
     def _step(self, process: Process) -> None:
         """Bring one process up to ``now``: finish its batch, poll, send what is due, start
         the next batch, and schedule its next wake-up."""
@@ -1707,6 +2483,8 @@ class Engine:
         self._step(process)
 
     def _at_member(self, process: Process, response: AnyResponse) -> None:
+        if process.plane is not None:
+            self._touch(process)
         if process.lazy_until is not None:
             # (_unlazy without queuing the next wake-up: the step below usually wants the
             # same one and goes lazy again from it; queued afterwards if it is still wanted)

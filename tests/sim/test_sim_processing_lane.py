@@ -1,0 +1,206 @@
+"""The processing lane (``Engine`` with ``lazy=True``): members that process records send
+their heartbeats and auto-commits without their machine, and the coordinator takes them
+quietly; the outputs are the reference engine's (``lazy=False``), byte for byte."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import groupcoord.sim
+from groupcoord.sim import Scenario, SimResult, run
+from groupcoord.sim.engine import Engine
+from groupcoord.sim.invariants import InvariantViolation
+
+ACTION = st.sampled_from(
+    ["join", "crash", "leave", "restart", "pause", "network_partition", "partitions"]
+)
+
+
+@st.composite
+def lane_scenarios(draw: st.DrawFn) -> tuple[Scenario, int]:
+    """Groups whose members process records with the heartbeat thread and auto-commit on a
+    connection of constant latency (what the lane takes), with faults that take members
+    out of it at any moment."""
+    members = draw(st.integers(1, 5))
+    topics = draw(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(1, 8), min_size=1))
+    session = draw(st.sampled_from([3_000, 10_000]))
+    timeline: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, 4))):
+        action = draw(ACTION)
+        event: dict[str, Any] = {"at_s": draw(st.integers(1, 40)), "action": action}
+        if action == "restart":
+            event["downtime_s"] = draw(st.sampled_from([0, 0.5, 3]))
+        if action in ("pause", "network_partition"):
+            event["duration_s"] = draw(st.sampled_from([0.5, 3, 12]))
+        if action == "partitions":
+            event["topic"] = draw(st.sampled_from(sorted(topics)))
+            event["count"] = topics[event["topic"]] + draw(st.integers(1, 4))
+        elif action != "join" or draw(st.booleans()):
+            event["count"] = draw(st.integers(1, 2))
+        timeline.append(event)
+    if draw(st.booleans()):
+        timeline.append(
+            {
+                "at_s": draw(st.integers(1, 40)),
+                "action": "coordinator_failover",
+                "downtime_s": draw(st.sampled_from([0, 1, 4])),
+            }
+        )
+    doc = {
+        "duration_s": 50,
+        "group": {
+            "members": members,
+            "topics": topics,
+            "assignors": draw(
+                st.sampled_from([["cooperative-sticky"], ["range"], ["roundrobin"], ["sticky"]])
+            ),
+            "static": draw(st.booleans()),
+        },
+        "consumer": {
+            "session_timeout_ms": session,
+            "heartbeat_interval_ms": session // draw(st.sampled_from([3, 4])),
+            "max_poll_interval_ms": draw(st.sampled_from([5_000, 300_000])),
+            "max_poll_records": draw(st.sampled_from([1, 5, 50])),
+            "heartbeat_thread": True,
+            "enable_auto_commit": True,
+            "auto_commit_interval_ms": draw(st.sampled_from([20, 100, 1_000, 5_000])),
+            "metadata_max_age_ms": draw(st.sampled_from([2_000, 300_000])),
+        },
+        "coordinator": {
+            "group_initial_rebalance_delay_ms": draw(st.sampled_from([0, 500])),
+            "group_min_session_timeout_ms": 500,
+        },
+        "workload": {
+            "records_per_second_per_partition": draw(st.sampled_from([1, 10, 100, 400])),
+            "record_time_ms": draw(
+                st.sampled_from(
+                    [
+                        1,
+                        0.3,
+                        7,
+                        {"dist": "uniform", "low": 0, "high": 30},
+                        {"dist": "empirical", "values": [0.5, 1, 1, 4, 40]},
+                    ]
+                )
+            ),
+        },
+        "network": {"latency_ms": draw(st.sampled_from([1, 0.5, 3, 7]))},
+        "timeline": timeline,
+    }
+    return Scenario.from_dict(doc), draw(st.integers(0, 1000))
+
+
+def _run(scenario: Scenario, seed: int, **kw: Any) -> SimResult | str:
+    try:
+        return run(scenario, seed, check_invariants=True, **kw)
+    except InvariantViolation as e:
+        return str(e)
+
+
+def _same(a: SimResult | str, b: SimResult | str) -> None:
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    assert a.summary_json() == b.summary_json()
+    assert a.event_rows == b.event_rows
+    assert a.rebalance_rows == b.rebalance_rows
+
+
+@contextmanager
+def _engine_counts(read: Callable[[Engine], Any]) -> Iterator[list[Any]]:
+    counts: list[Any] = []
+
+    class Counting(Engine):
+        def run(self) -> Any:
+            try:
+                return super().run()
+            finally:
+                counts.append(read(self))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groupcoord.sim, "Engine", Counting)
+        yield counts
+
+
+def _lane_counts() -> AbstractContextManager[list[tuple[int, int, int]]]:
+    return _engine_counts(lambda e: (e.plane_entries, e.plane_heartbeats, e.plane_commits))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lane_scenarios())
+def test_processing_lane_gives_the_reference_outputs(case: tuple[Scenario, int]) -> None:
+    """The lane (its steps in Rust, and in Python) against the reference engine, which
+    sends every heartbeat and commit through the machine and ``GroupCoordinator.handle``."""
+    scenario, seed = case
+    lane = _run(scenario, seed)
+    _same(lane, _run(scenario, seed, lazy=False))
+    _same(lane, _run(scenario, seed, native=False))
+
+
+def _group(**overrides: Any) -> Scenario:
+    doc: dict[str, Any] = {
+        "duration_s": 120,
+        "group": {"members": 6, "topics": {"t": 6}},
+        "workload": {"records_per_second_per_partition": 20},
+    }
+    for key, value in overrides.items():
+        section, _, field = key.partition(".")
+        if field:
+            doc.setdefault(section, {})[field] = value
+        else:
+            doc[section] = value
+    return Scenario.from_dict(doc)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"workload.record_time_ms": {"dist": "uniform", "low": 0, "high": 60}},
+        {"network.latency_ms": 4, "consumer.auto_commit_interval_ms": 700},
+        {
+            "timeline": [
+                {"at_s": 40, "action": "pause", "count": 1, "duration_s": 2},
+                {"at_s": 60, "action": "join", "count": 1},
+                {"at_s": 80, "action": "coordinator_failover", "downtime_s": 1},
+            ]
+        },
+    ],
+    ids=["default", "uniform-records", "slow-network", "faults"],
+)
+def test_members_that_process_heartbeat_and_commit_in_the_lane(overrides: dict[str, Any]) -> None:
+    """In a group that processes records, almost every heartbeat and auto-commit after the
+    first rebalance goes through the lane (one queued event each, no machine call), and
+    the outputs stay the reference engine's; faults take members out of it and they come
+    back."""
+    scenario = _group(**overrides)
+    with _lane_counts() as counts:
+        lane = run(scenario, 3, check_invariants=True)
+    (entries, heartbeats, commits) = counts[0]
+    total = lane.summary["simulated_heartbeats"]
+    assert heartbeats > 0.8 * total, (heartbeats, total)
+    assert commits > 0.8 * 6 * 120_000 / scenario.consumer.auto_commit_interval_ms, commits
+    assert entries >= 6 + (3 if "timeline" in overrides else 0)
+    _same(lane, run(scenario, 3, check_invariants=True, lazy=False))
+
+
+def test_the_lane_takes_only_what_it_can_keep_clear_of_timeouts() -> None:
+    """Without a bound on a batch's length (lognormal record times), with a latency drawn
+    per request, or when a batch could outlast max.poll.interval.ms, the lane stays shut:
+    the lazy engine's other paths run, with the same outputs."""
+    for overrides in (
+        {"workload.record_time_ms": {"dist": "lognormal", "median": 1, "p99": 20}},
+        {"network.latency_ms": {"dist": "uniform", "low": 1, "high": 3}},
+        {"consumer.max_poll_records": 500, "workload.record_time_ms": 700},
+    ):
+        scenario = _group(**overrides, duration_s=40)
+        with _lane_counts() as counts:
+            lane = run(scenario, 5)
+        assert counts[0] == (0, 0, 0), overrides
+        _same(lane, run(scenario, 5, lazy=False))
