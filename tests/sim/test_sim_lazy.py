@@ -11,11 +11,12 @@ the lazy steps and the lane really ran (the comparisons are not vacuous)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 import pytest
+from engine_paths import engine_counts, same_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,12 +42,6 @@ def _lazy_steps() -> Iterator[list[int]]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(groupcoord.sim, "Engine", Counting)
         yield counts
-
-
-def _same(lazy: SimResult, eager: SimResult) -> None:
-    assert lazy.summary_json() == eager.summary_json()
-    assert lazy.event_rows == eager.event_rows
-    assert lazy.rebalance_rows == eager.rebalance_rows
 
 
 ACTION = st.sampled_from(
@@ -149,7 +144,7 @@ def test_lazy_engine_gives_the_reference_outputs(case: tuple[Scenario, int]) -> 
     if isinstance(lazy, str) or isinstance(eager, str):
         assert lazy == eager
         return
-    _same(lazy, eager)
+    same_outputs(lazy, eager)
     c = scenario.consumer
     if not (c.heartbeat_thread and c.enable_auto_commit):
         assert counts == [0]
@@ -193,30 +188,14 @@ def test_lazy_steps_run_and_change_nothing(overrides: dict[str, Any]) -> None:
     with _lazy_steps() as counts:
         lazy = run(scenario, 3, check_invariants=True)
     eager = run(scenario, 3, lazy=False)
-    _same(lazy, eager)
+    same_outputs(lazy, eager)
     # most application steps ran lazily
     assert counts[0] > lazy.summary["records_processed"] // 2
 
 
-@contextmanager
-def _engine_counts(read: Callable[[Engine], T]) -> Iterator[list[T]]:
-    """``read(engine)`` after each run made inside (an engine's counters of its paths)."""
-    counts: list[T] = []
-
-    class Counting(Engine):
-        def run(self) -> Any:
-            recorder = super().run()
-            counts.append(read(self))
-            return recorder
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(groupcoord.sim, "Engine", Counting)
-        yield counts
-
-
 def _lane_heartbeats() -> AbstractContextManager[list[int]]:
     """Counts the heartbeats answered in the lane by the runs made inside."""
-    return _engine_counts(lambda engine: engine.lane_heartbeats)
+    return engine_counts(lambda engine: engine.lane_heartbeats)
 
 
 @pytest.mark.parametrize(
@@ -253,7 +232,7 @@ def test_lane_heartbeats_run_and_change_nothing(overrides: dict[str, Any]) -> No
     with _lane_heartbeats() as counts:
         lane = run(scenario, 5, check_invariants=True)
     eager = run(scenario, 5, lazy=False)
-    _same(lane, eager)
+    same_outputs(lane, eager)
     idle = lane.summary["simulated_heartbeats"]
     if "group.members" in overrides:
         idle = idle * 3 // 8  # three of the eight members have no partition
@@ -274,7 +253,7 @@ def test_native_application_loop_gives_the_python_loops_outputs(
     if isinstance(native, str) or isinstance(python, str):
         assert native == python
         return
-    _same(native, python)
+    same_outputs(native, python)
 
 
 def _run_native(scenario: Scenario, seed: int, *, native: bool) -> SimResult | str:
@@ -310,7 +289,7 @@ def test_native_loop_runs_and_changes_nothing(record_time: Any) -> None:
     with _lazy_steps() as counts:
         native = run(scenario, 2)
     python = run(scenario, 2, native=False)
-    _same(native, python)
+    same_outputs(native, python)
     # thousands of application steps ran in the loop (batches of several records each)
     assert counts[0] > 5_000, counts
 
@@ -318,7 +297,7 @@ def test_native_loop_runs_and_changes_nothing(record_time: Any) -> None:
 def _lazy_answers() -> AbstractContextManager[list[tuple[int, int]]]:
     """(answers after which the process stayed lazy, of those the ones folded into its lazy
     steps) in the runs made inside."""
-    return _engine_counts(lambda engine: (engine.lazy_answers, engine.folded_answers))
+    return engine_counts(lambda engine: (engine.lazy_answers, engine.folded_answers))
 
 
 def _processing_group(overrides: dict[str, Any]) -> Scenario:
@@ -362,7 +341,7 @@ def test_members_that_process_stay_lazy_across_answers(
     with _lazy_answers() as counts:
         lazy = run(scenario, 7, check_invariants=True, native=native)
     eager = run(scenario, 7, lazy=False)
-    _same(lazy, eager)
+    same_outputs(lazy, eager)
     heartbeats = lazy.summary["simulated_heartbeats"]
     # with 1 ms records most heartbeats' and commits' answers left their process lazy;
     # with long ones many arrive during a batch, whose end is the next step
@@ -374,7 +353,7 @@ def test_members_that_process_stay_lazy_across_answers(
 def _commit_paths() -> AbstractContextManager[list[tuple[int, int]]]:
     """(auto-commits sent by one machine call, OffsetCommits the coordinator took quietly)
     in the runs made inside."""
-    return _engine_counts(lambda engine: (engine.quick_commits, engine.quiet_commits))
+    return engine_counts(lambda engine: (engine.quick_commits, engine.quiet_commits))
 
 
 @pytest.mark.parametrize(
@@ -403,7 +382,7 @@ def test_auto_commits_take_the_quiet_paths_and_change_nothing(overrides: dict[st
     with _commit_paths() as counts:
         lazy = run(scenario, 11, check_invariants=True)
     eager = run(scenario, 11, lazy=False)
-    _same(lazy, eager)
+    same_outputs(lazy, eager)
     quick, quiet = counts[0]
     # six members commit every 5 s (0.7 s) for most of the 90 s
     expected = 6 * 90_000 // scenario.consumer.auto_commit_interval_ms

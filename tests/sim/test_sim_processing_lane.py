@@ -4,17 +4,15 @@ quietly; the outputs are the reference engine's (``lazy=False``), byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
+from engine_paths import engine_counts, same_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import groupcoord.sim
 from groupcoord.sim import Scenario, SimResult, run
-from groupcoord.sim.engine import Engine
 from groupcoord.sim.invariants import InvariantViolation
 
 ACTION = st.sampled_from(
@@ -103,33 +101,8 @@ def _run(scenario: Scenario, seed: int, **kw: Any) -> SimResult | str:
         return str(e)
 
 
-def _same(a: SimResult | str, b: SimResult | str) -> None:
-    if isinstance(a, str) or isinstance(b, str):
-        assert a == b
-        return
-    assert a.summary_json() == b.summary_json()
-    assert a.event_rows == b.event_rows
-    assert a.rebalance_rows == b.rebalance_rows
-
-
-@contextmanager
-def _engine_counts(read: Callable[[Engine], Any]) -> Iterator[list[Any]]:
-    counts: list[Any] = []
-
-    class Counting(Engine):
-        def run(self) -> Any:
-            try:
-                return super().run()
-            finally:
-                counts.append(read(self))
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(groupcoord.sim, "Engine", Counting)
-        yield counts
-
-
 def _lane_counts() -> AbstractContextManager[list[tuple[int, int, int]]]:
-    return _engine_counts(lambda e: (e.plane_entries, e.plane_heartbeats, e.plane_commits))
+    return engine_counts(lambda e: (e.plane_entries, e.plane_heartbeats, e.plane_commits))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -139,8 +112,8 @@ def test_processing_lane_gives_the_reference_outputs(case: tuple[Scenario, int])
     sends every heartbeat and commit through the machine and ``GroupCoordinator.handle``."""
     scenario, seed = case
     lane = _run(scenario, seed)
-    _same(lane, _run(scenario, seed, lazy=False))
-    _same(lane, _run(scenario, seed, native=False))
+    same_outputs(lane, _run(scenario, seed, lazy=False))
+    same_outputs(lane, _run(scenario, seed, native=False))
 
 
 def _group(**overrides: Any) -> Scenario:
@@ -187,7 +160,7 @@ def test_members_that_process_heartbeat_and_commit_in_the_lane(overrides: dict[s
     assert heartbeats > 0.8 * total, (heartbeats, total)
     assert commits > 0.8 * 6 * 120_000 / scenario.consumer.auto_commit_interval_ms, commits
     assert entries >= 6 + (3 if "timeline" in overrides else 0)
-    _same(lane, run(scenario, 3, check_invariants=True, lazy=False))
+    same_outputs(lane, run(scenario, 3, check_invariants=True, lazy=False))
 
 
 def test_the_lane_takes_only_what_it_can_keep_clear_of_timeouts() -> None:
@@ -203,4 +176,4 @@ def test_the_lane_takes_only_what_it_can_keep_clear_of_timeouts() -> None:
         with _lane_counts() as counts:
             lane = run(scenario, 5)
         assert counts[0] == (0, 0, 0), overrides
-        _same(lane, run(scenario, 5, lazy=False))
+        same_outputs(lane, run(scenario, 5, lazy=False))

@@ -2075,13 +2075,22 @@ class Engine:
             plan is not None and plan.applied and plan.offsets is not None and not plan.read
         )
         hb_sent = lane.hb_sent
-        # the application's last poll before the first request still out
-        if commit_out and (hb_sent is None or plan.key[0] <= hb_sent):  # type: ignore[union-attr]
-            first_poll = plan.poll_before  # type: ignore[union-attr]
-        elif hb_sent is not None:
-            first_poll = lane.hb_poll_before
-        else:
+        # what is still out, in the order it was sent (a commit before the heartbeat of the
+        # same poll), and the application's last poll before the first of it
+        out: list[tuple[int, int]] = []
+        if commit_out:
+            assert plan is not None
+            out.append((plan.key[0], 0))
+        if hb_sent is not None:
+            out.append((hb_sent, 1))
+        out.sort()
+        if not out:
             first_poll = lane.last_poll
+        elif out[0][1] == 0:
+            assert plan is not None
+            first_poll = plan.poll_before
+        else:
+            first_poll = lane.hb_poll_before
         sent: list[AnyRequest] = []
         if lane.told_sent is not None:
             told = machine.quiet_heartbeat_answered(
@@ -2092,30 +2101,26 @@ class Engine:
             assert machine.poll_idle(first_poll, sent) is not None and not sent, (process.name,)
         commit_request: OffsetCommitRequest | None = None
         hb_request: HeartbeatRequest | None = None
-        if commit_out and (hb_sent is None or plan.key[0] <= hb_sent):  # type: ignore[union-attr]
-            assert plan is not None and plan.offsets is not None
-            asked = machine.poll_idle_commit(plan.offsets, plan.key[0], sent)
-            assert asked is not None, (process.name, plan)
-            commit_request = cast(OffsetCommitRequest, sent.pop(0))
-            if sent:  # the heartbeat of the same poll
-                assert hb_sent == plan.key[0], (process.name, sent, lane)
-                hb_request = cast(HeartbeatRequest, sent.pop())
-        if hb_sent is not None and hb_request is None:
-            if lane.hb_sent_poll:
-                assert machine.poll_idle(hb_sent, sent) is not None and len(sent) == 1
-                hb_request = cast(HeartbeatRequest, sent.pop())
-            else:
-                if lane.hb_poll_before > machine.last_poll_ms:
-                    assert machine.poll_idle(lane.hb_poll_before, sent) is not None and not sent
-                requests = machine.next_requests(hb_sent)
-                assert len(requests) == 1, (process.name, requests)
-                hb_request = cast(HeartbeatRequest, requests[0])
-        if commit_out and commit_request is None:
-            # sent after the heartbeat still out
-            assert plan is not None and plan.offsets is not None
-            asked = machine.poll_idle_commit(plan.offsets, plan.key[0], sent)
-            assert asked is not None and len(sent) == 1, (process.name, plan, sent)
-            commit_request = cast(OffsetCommitRequest, sent.pop())
+        for at, kind in out:
+            if kind == 0:  # the commit, from its poll (with the heartbeat of that poll)
+                assert plan is not None and plan.offsets is not None
+                asked = machine.poll_idle_commit(plan.offsets, at, sent)
+                assert asked is not None, (process.name, plan)
+                commit_request = cast(OffsetCommitRequest, sent.pop(0))
+                if sent:
+                    assert hb_sent == at, (process.name, sent, lane)
+                    hb_request = cast(HeartbeatRequest, sent.pop())
+            elif hb_request is None:  # the heartbeat, from its poll or inside a batch
+                if lane.hb_sent_poll:
+                    assert machine.poll_idle(at, sent) is not None and len(sent) == 1
+                    hb_request = cast(HeartbeatRequest, sent.pop())
+                else:
+                    if lane.hb_poll_before > machine.last_poll_ms:
+                        assert machine.poll_idle(lane.hb_poll_before, sent) is not None
+                        assert not sent
+                    requests = machine.next_requests(at)
+                    assert len(requests) == 1, (process.name, requests)
+                    hb_request = cast(HeartbeatRequest, requests[0])
         if lane.last_poll > machine.last_poll_ms:
             assert machine.poll_idle(lane.last_poll, sent) is not None and not sent
         assert machine.last_poll_ms == lane.last_poll, (process.name, machine.last_poll_ms, lane)
@@ -2123,9 +2128,9 @@ class Engine:
         # the connection
         process.up_seq, process.down_seq = lane.up_seq, lane.down_seq
         process.down_last_ms = lane.down_last_ms
-        for at in (lane.last_hb_send, lane.last_commit_send):
-            if at is not None and at + latency > process.up_last_ms:
-                process.up_last_ms = at + latency
+        for send in (lane.last_hb_send, lane.last_commit_send):
+            if send is not None and send + latency > process.up_last_ms:
+                process.up_last_ms = send + latency
         # what is still out: its arrival, or its answer, queued at its key
         recorder = self.recorder
         arrived: AnyRequest | None = None
@@ -2175,11 +2180,11 @@ class Engine:
         # the application: its next step queued, as after any lazy steps
         self._leave_lazy(process)
         process.held_wake = process.unqueued_wake = None
-        at = process.wake_at
-        if at is not None:
-            assert at >= self.now, (process.name, at, self.now)
+        wake = process.wake_at
+        if wake is not None:
+            assert wake >= self.now, (process.name, wake, self.now)
             heapq.heappush(
-                self._queue, (at, _WAKE, pkey, 0, next(self._seq), self._wake, (process, at))
+                self._queue, (wake, _WAKE, pkey, 0, next(self._seq), self._wake, (process, wake))
             )
         return arrived
 
