@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 import pytest
-from engine_paths import engine_counts, same_outputs
+from engine_paths import draw_timeline, engine_counts, same_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,39 +44,12 @@ def _lazy_steps() -> Iterator[list[int]]:
         yield counts
 
 
-ACTION = st.sampled_from(
-    ["join", "crash", "leave", "restart", "pause", "network_partition", "partitions"]
-)
-
-
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[Scenario, int]:
     members = draw(st.integers(1, 6))
     topics = draw(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(1, 8), min_size=1))
     session = draw(st.sampled_from([1_000, 3_000, 10_000]))
-    timeline: list[dict[str, Any]] = []
-    for _ in range(draw(st.integers(0, 5))):
-        action = draw(ACTION)
-        event: dict[str, Any] = {"at_s": draw(st.integers(1, 40)), "action": action}
-        if action == "restart":
-            event["downtime_s"] = draw(st.sampled_from([0, 0.5, 3]))
-        if action in ("pause", "network_partition"):
-            # shorter and longer than the session: zombies that process what others own
-            event["duration_s"] = draw(st.sampled_from([0.5, 3, 12]))
-        if action == "partitions":
-            event["topic"] = draw(st.sampled_from(sorted(topics)))
-            event["count"] = topics[event["topic"]] + draw(st.integers(1, 4))
-        elif action != "join" or draw(st.booleans()):
-            event["count"] = draw(st.integers(1, 2))
-        timeline.append(event)
-    if draw(st.booleans()):
-        timeline.append(
-            {
-                "at_s": draw(st.integers(1, 40)),
-                "action": "coordinator_failover",
-                "downtime_s": draw(st.sampled_from([0, 1, 4])),
-            }
-        )
+    timeline = draw_timeline(draw, topics, 5)
     doc = {
         "duration_s": 60,
         "group": {

@@ -2132,50 +2132,29 @@ class Engine:
             if send is not None and send + latency > process.up_last_ms:
                 process.up_last_ms = send + latency
         # what is still out: its arrival, or its answer, queued at its key
-        recorder = self.recorder
         arrived: AnyRequest | None = None
         if hb_request is not None:
-            process.outstanding[hb_request.correlation] = hb_request
-            if lane.next_sent == hb_sent:  # not arrived yet
-                recorder.requests += 1
-                recorder.heartbeats += 1
-                self._routes[hb_request.correlation] = (process, hb_request)
-                if (
-                    arriving
-                    and lane.next_arrival == self.now
-                    and (self._event[1] == _REQUEST and self._event[3] == lane.next_up_seq)
-                ):
-                    arrived = hb_request
-                else:
-                    self._push_request(process, hb_request, lane.next_arrival, lane.next_up_seq)
-            else:
-                read = next(r for r in lane.reads if r[2])
+            answer: tuple[int, int, AnyResponse] | None = None
+            if lane.next_sent != hb_sent:  # it arrived: its answer is to be read
+                at, down_seq, _ = next(r for r in lane.reads if r[2])
                 response = HeartbeatResponse(
                     version=hb_request.version, correlation=hb_request.correlation
                 )
-                self._push_answer(process, response, read[0], read[1])
+                answer = (at, down_seq, response)
+            if self._plane_out(
+                process, hb_request, lane.next_arrival, lane.next_up_seq, answer, arriving
+            ):
+                arrived = hb_request
         if commit_request is not None:
             assert plan is not None
-            process.outstanding[commit_request.correlation] = commit_request
-            if plan.answer is None:  # not arrived yet
-                recorder.requests += 1
-                self._routes[commit_request.correlation] = (process, commit_request)
-                if (
-                    arriving
-                    and plan.arrival == self.now
-                    and (self._event[1] == _REQUEST and self._event[3] == plan.up_seq)
-                ):
-                    arrived = commit_request
-                else:
-                    self._push_request(process, commit_request, plan.arrival, plan.up_seq)
-            else:
-                answered, down_seq, answer = plan.answer
-                self._push_answer(
-                    process,
-                    replace(answer, correlation=commit_request.correlation),
-                    answered,
-                    down_seq,
-                )
+            answer = None
+            if plan.answer is not None:
+                at, down_seq, committed = plan.answer
+                answer = (at, down_seq, replace(committed, correlation=commit_request.correlation))
+            if self._plane_out(
+                process, commit_request, plan.arrival, plan.up_seq, answer, arriving
+            ):
+                arrived = commit_request
         assert arrived is not None or not arriving, (process.name, lane)
         # the application: its next step queued, as after any lazy steps
         self._leave_lazy(process)
@@ -2187,6 +2166,39 @@ class Engine:
                 self._queue, (wake, _WAKE, pkey, 0, next(self._seq), self._wake, (process, wake))
             )
         return arrived
+
+    def _plane_out(
+        self,
+        process: Process,
+        request: AnyRequest,
+        arrival: int,
+        up_seq: int,
+        answer: tuple[int, int, AnyResponse] | None,
+        arriving: bool,
+    ) -> bool:
+        """A request the lane sent and the eager engine has out at the current event,
+        sent for real now: on its way (queued at its arrival's key; ``True`` if the event
+        is that arrival, ``arriving``) or, ``answer`` (its arrival at the member, its
+        place, the response), answered and its answer queued at its key."""
+        process.outstanding[request.correlation] = request
+        if answer is not None:
+            self._push_answer(process, answer[2], answer[0], answer[1])
+            return False
+        recorder = self.recorder
+        recorder.requests += 1  # (counted at its arrival in the lane)
+        if type(request) is HeartbeatRequest:
+            recorder.heartbeats += 1
+        self._routes[request.correlation] = (process, request)
+        event = self._event
+        if arriving and (event[0], event[1], event[2], event[3]) == (
+            arrival,
+            _REQUEST,
+            process.key,
+            up_seq,
+        ):
+            return True
+        self._push_request(process, request, arrival, up_seq)
+        return False
 
     def _push_request(self, process: Process, request: AnyRequest, at: int, up_seq: int) -> None:
         heapq.heappush(
