@@ -1,6 +1,7 @@
-"""``GroupCoordinator.quiet_offset_commit`` (through ``SyncShell.quiet_offset_commit``) does
-exactly what ``handle(OffsetCommitRequest)`` and the shell's write do whenever it accepts,
-and nothing when it declines.
+"""``GroupCoordinator.quiet_offset_commit`` (through ``SyncShell.quiet_offset_commit``), and
+``quiet_commit_offsets`` with ``commits.quiet_commit_answer``, do exactly what
+``handle(OffsetCommitRequest)`` and the shell's write do whenever they accept, and nothing
+when they decline.
 
 Two coordinators are driven by the same hypothesis-drawn script (members joining, syncing,
 heartbeating, committing with right and wrong generations, ids and instance ids, a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import twin_harness
 from coord_harness import FakeMember, rebalance
 from hypothesis import event, given, settings
@@ -26,6 +28,8 @@ from groupcoord.coordinator import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from groupcoord.coordinator.commits import quiet_commit_answer
+from groupcoord.types import TopicPartition
 
 CONFIG = {
     "group.initial.rebalance.delay.ms": 0,
@@ -76,6 +80,28 @@ class Twin(twin_harness.Twin):
         return self.b.shell.quiet_offset_commit(request, self.b.now)
 
 
+class OffsetsTwin(Twin):
+    """Harness ``b`` takes commits through quiet_commit_offsets: the request as ``like``
+    and its own offsets (the simulator's processing lane passes the machine's request and
+    new offsets), the answer built by quiet_commit_answer."""
+
+    def quiet_answer(self, request: Any) -> Any:
+        if not isinstance(request, OffsetCommitRequest):
+            return None
+        offsets = {
+            TopicPartition(t.name, p.partition_index): p.committed_offset
+            for t in request.topics
+            for p in t.partitions
+        }
+        if len(offsets) != sum(len(t.partitions) for t in request.topics):
+            return None  # a partition named twice: no such request is ever a ``like``
+        taken = self.b.shell.quiet_commit_offsets(request, offsets, self.b.now)
+        return None if taken is None else quiet_commit_answer(request, taken)
+
+
+TWINS = pytest.mark.parametrize("twin_type", [Twin, OffsetsTwin], ids=["request", "offsets"])
+
+
 def _commit(m: FakeMember, how: str, offset: int) -> None:
     if how == "old-generation":
         m.commit({("t", 0): offset}, generation_id_or_member_epoch=m.generation - 1)
@@ -108,13 +134,16 @@ def _twice_topics(offset: int) -> tuple[OffsetCommitRequestTopic, ...]:
     return (OffsetCommitRequestTopic(name="t", partitions=parts),)
 
 
+@TWINS
 @settings(max_examples=150, deadline=None)
 @given(
     static=st.lists(st.booleans(), min_size=4, max_size=4),
     steps=st.lists(STEP, min_size=1, max_size=60),
 )
-def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[Any]) -> None:
-    twin = Twin()
+def test_quiet_commit_is_handle_when_it_accepts(
+    twin_type: type[Twin], static: list[bool], steps: list[Any]
+) -> None:
+    twin = twin_type()
     members = twin.members(static)
     twin.wire()
 
@@ -130,10 +159,11 @@ def test_quiet_commit_is_handle_when_it_accepts(static: list[bool], steps: list[
     event(f"quiet commits: {min(twin.quiet, 3)}{'+' if twin.quiet >= 3 else ''}")
 
 
-def test_the_quiet_case_is_taken() -> None:
-    """Not vacuous: a stable group's commits go through quiet_offset_commit; a failed
-    write is answered as handle() answers it; a deadline due first is handle()'s."""
-    twin = Twin({**CONFIG, "group.initial.rebalance.delay.ms": 100})
+@TWINS
+def test_the_quiet_case_is_taken(twin_type: type[Twin]) -> None:
+    """Not vacuous: a stable group's commits go through the quiet path; a failed write is
+    answered as handle() answers it; a deadline due first is handle()'s."""
+    twin = twin_type({**CONFIG, "group.initial.rebalance.delay.ms": 100})
     twin.wire()
     members = [FakeMember(twin.a, f"c{i}", group_id=GROUP) for i in range(2)]
     rebalance(twin.a, members)

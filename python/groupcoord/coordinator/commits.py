@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
 
 from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.group import Group, Member
 from groupcoord.coordinator.messages import (
     UNKNOWN_MEMBER_ID,
     ErrorClass,
@@ -308,21 +308,8 @@ def quiet_offset_commit(
     do: move time to ``now``, refresh the member's session, hand the record to ``write``
     (the shell's store: ``False`` if the write failed), keep the offsets if it did, and
     return the answer. Otherwise change nothing and return ``None``."""
-    if rb.topic_view is not None or rb.dirty_consumer_groups:
-        return None
-    group_id = req.group_id
-    if group_id in rb.consumer_groups:
-        return None
-    group = rb.groups.get(group_id)
-    generation = req.generation_id_or_member_epoch
-    if group is None or group.state is not _STABLE or generation != group.generation_id:
-        return None
-    member_id, instance_id = req.member_id, req.group_instance_id
-    member = group.members.get(member_id)
-    # rb.validate_current_member, without its log line (a fenced member is handle()'s)
-    if member is None or (
-        instance_id is not None and group.static_members.get(instance_id) != member_id
-    ):
+    found = _quiet_member(rb, req)
+    if found is None:
         return None
     requested: dict[TopicPartition, OffsetCommitRequestPartition] = {}
     named = 0
@@ -339,16 +326,102 @@ def quiet_offset_commit(
     offsets = _accepted_offsets(rb, req, requested, results, now)
     if not offsets or len(offsets) != len(requested):
         return None  # metadata too long for some
-    rb.now = now
-    rb.schedule_heartbeat(group, member)
-    if write((OffsetsRecord(group_id, offsets),)):
-        group.offsets.update(offsets)
-        arm_after_commit(rb, group, offsets)
-    else:
-        log.warning("group %s: offset commit was not persisted", group_id)
+    if not _quiet_store(rb, found, offsets, now, write):
         for tp in offsets:
             results[tp] = CoordinatorNotAvailableError
     return _response(req, results, True)
+
+
+def quiet_commit_offsets(
+    rb: Rebalancer,
+    like: OffsetCommitRequest,
+    offsets: dict[TopicPartition, int],
+    now: int,
+    write: Callable[[tuple[StoreRecord, ...]], bool],
+) -> bool | None:
+    """:func:`quiet_offset_commit` of the request ``like`` with ``offsets`` instead of its
+    partitions and offsets (the request a member sends again and again, as
+    ``MemberMachine.quiet_commit_request`` builds it: its partitions in order, each with
+    no leader epoch, timestamp or metadata), without building that request or its answer:
+    ``True`` (taken: the answer accepts every partition, :func:`quiet_commit_answer`),
+    ``False`` (its record was not persisted: the answer names COORDINATOR_NOT_AVAILABLE
+    for each), or ``None`` (not the quiet case, or ``like`` has other partition fields:
+    nothing changed)."""
+    if not offsets or like.retention_time_ms != -1:
+        return None
+    for topic in like.topics:
+        for p in topic.partitions:
+            if p.committed_leader_epoch != -1 or p.commit_timestamp != -1 or p.committed_metadata:
+                return None
+    found = _quiet_member(rb, like)
+    if found is None:
+        return None
+    # the request's partitions are in order (topic after topic, ascending)
+    stored = {
+        tp: OffsetAndMetadata(
+            committed_offset=offsets[tp],
+            leader_epoch=-1,
+            metadata="",
+            commit_timestamp_ms=now,
+            expire_timestamp_ms=-1,
+        )
+        for tp in (offsets if len(offsets) == 1 else sorted(offsets))
+    }
+    return _quiet_store(rb, found, stored, now, write)
+
+
+def quiet_commit_answer(req: OffsetCommitRequest, taken: bool) -> OffsetCommitResponse:
+    """The answer :func:`quiet_offset_commit` gives ``req`` when its partitions are taken
+    (``taken``: every one accepted) or their record was not persisted (each
+    COORDINATOR_NOT_AVAILABLE)."""
+    error = None if taken else CoordinatorNotAvailableError
+    results: dict[TopicPartition, ErrorClass] = {
+        TopicPartition(t.name, p.partition_index): error for t in req.topics for p in t.partitions
+    }
+    return _response(req, results, True)
+
+
+def _quiet_member(rb: Rebalancer, req: OffsetCommitRequest) -> tuple[Group, Member] | None:
+    """The group and member of a quiet commit: a current member of a Stable classic group
+    committing in its generation, with no topic view to check partitions against."""
+    if rb.topic_view is not None or rb.dirty_consumer_groups:
+        return None
+    group_id = req.group_id
+    if group_id in rb.consumer_groups:
+        return None
+    group = rb.groups.get(group_id)
+    generation = req.generation_id_or_member_epoch
+    if group is None or group.state is not _STABLE or generation != group.generation_id:
+        return None
+    member_id, instance_id = req.member_id, req.group_instance_id
+    member = group.members.get(member_id)
+    # rb.validate_current_member, without its log line (a fenced member is handle()'s)
+    if member is None or (
+        instance_id is not None and group.static_members.get(instance_id) != member_id
+    ):
+        return None
+    return group, member
+
+
+def _quiet_store(
+    rb: Rebalancer,
+    found: tuple[Group, Member],
+    offsets: dict[TopicPartition, OffsetAndMetadata],
+    now: int,
+    write: Callable[[tuple[StoreRecord, ...]], bool],
+) -> bool:
+    """What ``handle_offset_commit`` and the shell's report do with accepted offsets: time
+    moves to ``now``, the member's session is refreshed, the record goes to ``write`` and
+    the offsets are kept if it was persisted (``False`` if not)."""
+    group, member = found
+    rb.now = now
+    rb.schedule_heartbeat(group, member)
+    if write((OffsetsRecord(group.group_id, offsets),)):
+        group.offsets.update(offsets)
+        arm_after_commit(rb, group, offsets)
+        return True
+    log.warning("group %s: offset commit was not persisted", group.group_id)
+    return False
 
 
 def _accepted_offsets(

@@ -40,6 +40,7 @@ from groupcoord.coordinator.admin import (
 from groupcoord.coordinator.commits import (
     handle_offset_commit,
     handle_offset_fetch,
+    quiet_commit_offsets,
     quiet_offset_commit,
 )
 from groupcoord.coordinator.consumer_group import ConsumerGroupState, MemberState
@@ -311,19 +312,50 @@ class GroupCoordinator:
         ``None`` (call :meth:`handle`). For drivers of many members in one process (the
         simulator, through :meth:`SyncShell.quiet_offset_commit`). ``now_ms`` must not go
         backwards (``ValueError``)."""
+        persist = self._quiet_persist(now_ms, write)
+        return None if persist is None else quiet_offset_commit(self._rb, request, now_ms, persist)
+
+    def quiet_commit_offsets(
+        self,
+        like: OffsetCommitRequest,
+        offsets: dict[TopicPartition, int],
+        now_ms: int,
+        write: Callable[[tuple[StoreRecord, ...]], bool],
+    ) -> bool | None:
+        """:meth:`quiet_offset_commit` of the request ``like`` (as
+        ``MemberMachine.quiet_commit_request`` builds one) with ``offsets`` instead of its
+        own, without building that request or its answer: ``True`` if taken (its answer
+        accepts every partition), ``False`` if its record was not persisted (each
+        partition's answer COORDINATOR_NOT_AVAILABLE), ``None`` if not the quiet case
+        (nothing changed: build the request and call :meth:`handle`). Either answer is
+        ``commits.quiet_commit_answer(request, taken)``. For the simulator's processing
+        lane."""
+        persist = self._quiet_persist(now_ms, write)
+        return (
+            None
+            if persist is None
+            else quiet_commit_offsets(self._rb, like, offsets, now_ms, persist)
+        )
+
+    def _quiet_persist(
+        self, now_ms: int, write: Callable[[tuple[StoreRecord, ...]], bool]
+    ) -> Callable[[tuple[StoreRecord, ...]], bool] | None:
+        """A quiet commit's ``write``, which takes the batch number :meth:`handle` would
+        have handed out; ``None`` when a deadline is due by ``now_ms`` (``handle`` would
+        act on it first) or a record waits for its report (reports keep their order)."""
         rb = self._rb
         if now_ms != rb.now:
             _check_time(rb, now_ms)
         due = rb.expiry.next_deadline()
         if (due is not None and due <= now_ms) or self._in_flight:
-            return None  # handle() would act on the deadline first; reports keep their order
+            return None
         batch_ids = self._batch_ids
 
         def persist(records: tuple[StoreRecord, ...]) -> bool:
             next(batch_ids)  # the batch handle() would have handed out
             return write(records)
 
-        return quiet_offset_commit(rb, request, now_ms, persist)
+        return persist
 
     def tick(self, now_ms: int) -> Output:
         """Act on every deadline up to ``now_ms``; return what that released."""

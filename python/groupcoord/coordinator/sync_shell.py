@@ -23,6 +23,7 @@ from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, Store
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 from groupcoord.coordinator.rebalance import MemberIdFactory
 from groupcoord.coordinator.topics import TopicMetadata, TopicView
+from groupcoord.types import TopicPartition
 
 __all__ = ["SyncShell"]
 
@@ -68,6 +69,12 @@ class SyncShell:
         member of a Stable group), its record written, or ``None`` (nothing changed: call
         :meth:`handle`)."""
         return self.coordinator.quiet_offset_commit(request, now_ms, self._write)
+
+    def quiet_commit_offsets(
+        self, like: OffsetCommitRequest, offsets: dict[TopicPartition, int], now_ms: int
+    ) -> bool | None:
+        """:meth:`GroupCoordinator.quiet_commit_offsets` with this shell's store."""
+        return self.coordinator.quiet_commit_offsets(like, offsets, now_ms, self._write)
 
     def tick(self, now_ms: int) -> list[CoordinatorResponse]:
         return self._settle(self.coordinator.tick(now_ms), now_ms)

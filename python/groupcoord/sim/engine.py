@@ -150,7 +150,7 @@ import itertools
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from groupcoord import _core
@@ -163,6 +163,7 @@ from groupcoord.coordinator import (
     SequentialMemberIds,
     SyncShell,
 )
+from groupcoord.coordinator.commits import quiet_commit_answer
 from groupcoord.coordinator.messages import (
     AnyRequest,
     AnyResponse,
@@ -298,8 +299,10 @@ class _CommitPlan:
     #: the commit's arrival at the coordinator: (time, place on the connection)
     arrival: int = 0
     up_seq: int = 0
-    #: its answer, once the coordinator took it: (arrival at the member, place, answer)
-    answer: tuple[int, int, OffsetCommitResponse] | None = None
+    #: once the coordinator took it: its answer's arrival at the member and place on the
+    #: connection, and whether its record was persisted (the answer accepts every
+    #: partition; ``commits.quiet_commit_answer``)
+    answer: tuple[int, int, bool] | None = None
     #: its answer was read (the commit is complete)
     read: bool = False
     #: the application's last poll before that step
@@ -2038,22 +2041,27 @@ class Engine:
             return  # stale
         plan = lane.commit
         assert plan is not None and plan.offsets is not None
-        answer = None
+        taken = None
         if self.coordinator is not None:
-            request = process.machine.quiet_commit_request(plan.offsets, lane.commit_like)
-            answer = self._shell.quiet_offset_commit(request, self.now)
-        if answer is None:
+            like = lane.commit_like
+            if like is None:
+                # what the machine sends, made once per stay (only the offsets change)
+                like = lane.commit_like = process.machine.quiet_commit_request(plan.offsets, None)
+            taken = self._shell.quiet_commit_offsets(like, plan.offsets, self.now)
+        if taken is None:
             leaving = self._plane_leave(process, arriving=True)
             assert leaving is not None
             self._at_coordinator(process, leaving)
             return
-        lane.commit_like = request
         self.recorder.requests += 1
         self.quiet_commits += 1
         self.plane_commits += 1
         answered = self._plane_answer(lane, heartbeat=False)
-        plan.answer = (answered, lane.down_seq, answer)
+        plan.answer = (answered, lane.down_seq, taken)
         self._schedule_coordinator()
+        if not taken:
+            # an answer with errors is no quiet step: it is read as the eager engine reads it
+            self._plane_leave(process)
 
     def _plane_leave(self, process: Process, *, arriving: bool = False) -> AnyRequest | None:
         """Take the process out of the processing lane at the current event: its machine,
@@ -2149,8 +2157,8 @@ class Engine:
             assert plan is not None
             answer = None
             if plan.answer is not None:
-                at, down_seq, committed = plan.answer
-                answer = (at, down_seq, replace(committed, correlation=commit_request.correlation))
+                at, down_seq, taken = plan.answer
+                answer = (at, down_seq, quiet_commit_answer(commit_request, taken))
             if self._plane_out(
                 process, commit_request, plan.arrival, plan.up_seq, answer, arriving
             ):
