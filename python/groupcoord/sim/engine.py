@@ -127,7 +127,7 @@ answers' reads being steps among them (``_plane_steps``; in Rust, ``_core.lane_l
 The queue holds, per process, the next heartbeat's arrival at the coordinator (sent when
 it falls due, an interval after the previous one, whose answer comes first), the next
 auto-commit's check and the commit's arrival. At an arrival the coordinator takes the
-request quietly (``quiet_heartbeat``, ``SyncShell.quiet_offset_commit``) and the answer's
+request quietly (``quiet_heartbeat``, ``SyncShell.quiet_commit_offsets``) and the answer's
 read is scheduled for the process, or the process leaves the lane and the request arrives
 for real. The check, at the auto-commit's due time, finds the first poll at or after it
 (the process's next step when it waits for a record, or the next answer's read if that
@@ -2034,7 +2034,7 @@ class Engine:
 
     def _plane_commit_arrives(self, process: Process, lane: _ProcessingLane, token: int) -> None:
         """A lane auto-commit reaches the coordinator: taken quietly
-        (``SyncShell.quiet_offset_commit``: the offsets stored), its answer is scheduled
+        (``SyncShell.quiet_commit_offsets``: the offsets stored), its answer is scheduled
         for the process to read; otherwise the process leaves the lane and the commit
         arrives as a real request."""
         if process.plane is not lane or lane.commit_token != token:
