@@ -142,30 +142,21 @@ pub fn run(
                 due: timers.hb_due,
             });
         }
+        if due {
+            // sent with the application's poll, or by the heartbeat thread inside a batch
+            timers.hb_sent = Some(t);
+            timers.hb_sent_poll = app.busy_until.is_none();
+            timers.hb_poll_before = timers.last_poll;
+            timers.hb_due = t + settings.heartbeat_interval;
+            timers.last_hb_send = Some(t);
+        }
         let at = match app.busy_until {
             None => {
-                // the application polls (and a due heartbeat goes with it)
-                if due {
-                    timers.hb_sent = Some(t);
-                    timers.hb_sent_poll = true;
-                    timers.hb_poll_before = timers.last_poll;
-                    timers.hb_due = t + settings.heartbeat_interval;
-                    timers.last_hb_send = Some(t);
-                }
+                // the application polls
                 timers.last_poll = t;
                 app.poll_records(t, record_time)
             }
-            Some(busy) => {
-                // the heartbeat thread, inside a batch
-                if due {
-                    timers.hb_sent = Some(t);
-                    timers.hb_sent_poll = false;
-                    timers.hb_poll_before = timers.last_poll;
-                    timers.hb_due = t + settings.heartbeat_interval;
-                    timers.last_hb_send = Some(t);
-                }
-                Some(busy)
-            }
+            Some(busy) => Some(busy),
         };
         let machine = deadline(timers, settings);
         // `if at is None or deadline < at: at = deadline` (the Python loop)

@@ -1789,23 +1789,18 @@ class Engine:
                 if busy_until is not None and t >= busy_until:
                     self._apply_batch(process, until_ms=None)
                     process.busy_until = busy_until = None
-                due = lane.hb_sent is None and t >= lane.hb_due
+                if lane.hb_sent is None and t >= lane.hb_due:
+                    # the heartbeat falls due: sent with the application's poll, or by the
+                    # heartbeat thread inside a batch
+                    assert t == lane.hb_due, (process.name, t, lane)
+                    lane.hb_sent, lane.hb_sent_poll = t, busy_until is None
+                    lane.hb_poll_before = lane.last_poll
+                    lane.hb_due = t + interval
+                    lane.last_hb_send = t
                 if busy_until is None:  # the application polls
-                    if due:
-                        assert t == lane.hb_due, (process.name, t, lane)
-                        lane.hb_sent, lane.hb_sent_poll = t, True
-                        lane.hb_poll_before = lane.last_poll
-                        lane.hb_due = t + interval
-                        lane.last_hb_send = t
                     lane.last_poll = t
                     at = self._poll_records(process)
-                else:  # the heartbeat thread, inside a batch
-                    if due:
-                        assert t == lane.hb_due, (process.name, t, lane)
-                        lane.hb_sent, lane.hb_sent_poll = t, False
-                        lane.hb_poll_before = lane.last_poll
-                        lane.hb_due = t + interval
-                        lane.last_hb_send = t
+                else:
                     at = busy_until
                 # the machine's deadline (next_deadline, poll_idle)
                 best = lane.last_ack + session
