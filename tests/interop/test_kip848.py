@@ -34,7 +34,7 @@ from scenarios import ALL, JOIN_TIMEOUT_S, REBALANCE_TIMEOUT_S, TOPIC, keyed_rec
 from test_confluent import produce
 
 #: KIP-848 timings the coordinator hands its members (Kafka's minimums are 45 s / 5 s)
-SESSION_MS = 4000
+SESSION_MS = 12_000  # a replacement JVM must start and rejoin within it on a loaded 2-core machine
 KIP848_FLAGS = (
     "--group-consumer-session-timeout-ms", str(SESSION_MS),
     "--group-consumer-heartbeat-interval-ms", "300",
