@@ -14,6 +14,7 @@ __all__ = [
     "SESSION",
     "SYNC",
     "Expired",
+    "LaneApp",
     "MemberExpiry",
     "ServerTarget",
     "TimerWheel",
@@ -22,7 +23,6 @@ __all__ = [
     "assign",
     "assign_encoded",
     "assign_server",
-    "lane_loop",
     "plain_current",
 ]
 
@@ -352,36 +352,56 @@ def app_loop(
     ``min(deadline_base, t + max_poll_interval_ms)`` (no step is then left to the
     machine: the loop goes on, and the last polled step is the one to tell it of)."""
 
-def lane_loop(
-    partitions: list[tuple[bool, int, int, float, int]],
-    batch: list[tuple[int, int, list[float]]],
-    rr: int,
-    busy_until: int | None,
-    wake_at: int,
-    limit: int,
-    read_limit: int,
-    max_poll_records: int,
-    record_ms: float | None,
-    sample: Callable[[], float],
-    max_lag_ms: float,
-    timers: tuple[int, int, int, int | None, bool, int, int | None, int, int | None],
-    reads: list[tuple[int, int, bool]],
-    settings: tuple[int, int, int],
-) -> tuple[
-    tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
-    tuple[int, int, int, bool],
-    tuple[int, int, float, list[tuple[int, int]]],
-    tuple[int, int, int, int | None, bool, int, int | None, int, int | None],
-]:
-    """The steps of one member in the simulator's processing lane
-    (``groupcoord.sim.engine.Engine._plane_steps``): wake-ups from ``wake_at`` before
-    ``limit``, and the answers in ``reads`` ((arrival, place, a heartbeat's), in order)
-    before ``read_limit``. ``timers``: (hb_due, last_ack, last_poll, hb_sent,
-    hb_sent_poll, hb_poll_before, told_sent, told_answered, last_hb_send); ``settings``:
-    (session.timeout.ms, max.poll.interval.ms, heartbeat.interval.ms). Returns the
-    application state as ``app_loop`` does, (wake_at, steps, answers read, a commit's
-    answer among them), the counts as ``app_loop`` does, and the timers. Raises
-    ``RuntimeError`` where the lane's conditions do not hold (a timeout due)."""
+_LaneTimers: TypeAlias = tuple[int, int, int, int | None, bool, int, int | None, int, int | None]
+
+@final
+class LaneApp:
+    """One member's application in the simulator's processing lane
+    (``groupcoord.sim.engine.Engine._plane_steps``). The state (``partitions`` and
+    ``batch`` as ``app_loop`` takes them, the turn ``rr``, ``busy_until``) stays in Rust
+    from one ``run`` to the next, with the recorder's counts of what was processed, until
+    ``take`` hands them back. ``record_ms``: a constant record time, else ``sample()``
+    draws each; ``settings``: (session.timeout.ms, max.poll.interval.ms,
+    heartbeat.interval.ms)."""
+
+    def __new__(
+        cls,
+        partitions: list[tuple[bool, int, int, float, int]],
+        batch: list[tuple[int, int, list[float]]],
+        rr: int,
+        busy_until: int | None,
+        max_poll_records: int,
+        record_ms: float | None,
+        sample: Callable[[], float],
+        settings: tuple[int, int, int],
+    ) -> Self: ...
+    def run(
+        self,
+        wake_at: int,
+        limit: int,
+        read_limit: int,
+        timers: _LaneTimers,
+        reads: list[tuple[int, int, bool]],
+    ) -> tuple[tuple[int, int, int, bool, int | None], _LaneTimers]:
+        """The steps from ``wake_at``: wake-ups before ``limit``, and the answers in
+        ``reads`` ((arrival, place, a heartbeat's), in order) before ``read_limit``.
+        ``timers``: (hb_due, last_ack, last_poll, hb_sent, hb_sent_poll, hb_poll_before,
+        told_sent, told_answered, last_hb_send). Returns (wake_at, steps, answers read, a
+        commit's answer among them, busy_until) and the timers. Raises ``RuntimeError``
+        where the lane's conditions do not hold (a timeout due), ``ValueError`` once the
+        state was taken back."""
+    def positions(self) -> list[int]:
+        """The next offset to hand to the application, per partition, in the member's
+        order."""
+    def take(
+        self,
+    ) -> tuple[
+        tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
+        tuple[int, int, float, list[tuple[int, int]]],
+    ]:
+        """The application state as ``app_loop`` returns it and the counts since the state
+        was handed over, as ``app_loop`` returns them; the object is spent (``ValueError``
+        from every later call)."""
 
 # =====================================================================================
 # END simulator application loop

@@ -403,6 +403,9 @@ class Process:
     lane: _Lane | None = None
     #: its heartbeats and auto-commits run in the processing lane
     plane: _ProcessingLane | None = None
+    #: while in the processing lane: the application's state in Rust, and the streams of
+    #: its partitions (see ``Engine._plane_steps_native``)
+    native_lane: tuple[_core.LaneApp, list[PartitionStream]] | None = None
     #: ``wake_at`` when an answer's arrival ended its lazy steps and that wake-up is not
     #: queued yet: the answer's step may go lazy again from it (see ``Engine._at_member``)
     unqueued_wake: int | None = None
@@ -1180,7 +1183,9 @@ class Engine:
         """Take back the application state and the recorder's counts a Rust loop returned."""
         ends, process.rr, process.busy_until, batch = state
         recorder = self.recorder
-        records, duplicates, recorder.max_lag_ms, lags = counts
+        records, duplicates, max_lag_ms, lags = counts
+        if max_lag_ms > recorder.max_lag_ms:
+            recorder.max_lag_ms = max_lag_ms
         recorder.records_processed += records
         recorder.duplicates += duplicates
         if lags:
@@ -1726,12 +1731,15 @@ class Engine:
             t + 1 if (_ANSWER, process.key) < (rank, proc) else t,
         )
 
-    def _plane_catch_up(self, process: Process) -> None:
+    def _plane_catch_up(self, process: Process, *, keep: bool = False) -> None:
         """Run the lane's process's steps that come before the current event, as their own
         events would have: the application's lazy steps, the heartbeat thread's sends and
-        the answers' reads."""
+        the answers' reads. ``keep``: the application's state may stay in its ``LaneApp``
+        (the lane's own check; every other caller reads the process's fields)."""
         limit, read_limit = self._plane_limits(process)
         self._plane_steps(process, limit, read_limit)
+        if not keep:
+            self._plane_sync(process)
 
     def _plane_steps(self, process: Process, limit: int, read_limit: int) -> None:
         """The steps of a process in the processing lane: each is a wake-up (the
@@ -1825,29 +1833,38 @@ class Engine:
     def _plane_steps_native(
         self, process: Process, lane: _ProcessingLane, limit: int, read_limit: int
     ) -> bool:
-        """``_plane_steps`` in Rust (``_core.lane_loop``: the same steps, timers and floats);
-        ``False`` (nothing done) where the Python loop must run (see ``_native_app``)."""
+        """``_plane_steps`` in Rust (``_core.LaneApp``: the same steps, timers and floats);
+        ``False`` (nothing done) where the Python loop must run (see ``_native_app``). The
+        application's state moves into the ``LaneApp`` at the first call and stays there
+        (the process's own fields are stale) until ``_plane_sync`` takes it back."""
         wake_at = process.wake_at
         assert wake_at is not None
         reads = lane.reads
         if wake_at >= limit and not (reads and reads[0][0] < read_limit):
             return True  # nothing to run
-        app = self._native_app(process)
-        if app is None:
-            return False
-        parts, batch, held = app
-        state, ran, counts, timers = _core.lane_loop(
-            parts,
-            batch,
-            process.rr,
-            process.busy_until,
+        native = process.native_lane
+        if native is None:
+            app = self._native_app(process)
+            if app is None:
+                return False
+            parts, batch, held = app
+            native = process.native_lane = (
+                _core.LaneApp(
+                    parts,
+                    batch,
+                    process.rr,
+                    process.busy_until,
+                    self._max_poll_records,
+                    self._record_ms,
+                    process.sample_record_ms,
+                    self._plane_settings,
+                ),
+                held,
+            )
+        ran, timers = native[0].run(
             wake_at,
             limit,
             read_limit,
-            self._max_poll_records,
-            self._record_ms,
-            process.sample_record_ms,
-            self.recorder.max_lag_ms,
             (
                 lane.hb_due,
                 lane.last_ack,
@@ -1860,10 +1877,8 @@ class Engine:
                 lane.last_hb_send,
             ),
             reads,
-            self._plane_settings,
         )
-        process.wake_at, steps, done, commit_read = ran
-        self._native_app_store(process, held, state, counts)
+        process.wake_at, steps, done, commit_read, process.busy_until = ran
         (
             lane.hb_due,
             lane.last_ack,
@@ -1883,6 +1898,18 @@ class Engine:
             plan.read = True
         self.lazy_steps += steps
         return True
+
+    def _plane_sync(self, process: Process) -> None:
+        """Take the application's state back from the process's ``LaneApp`` (if it has
+        one): its partitions' positions, the streams' processed ends, the batch in hand,
+        the turn, and the recorder's counts of what it processed."""
+        native = process.native_lane
+        if native is None:
+            return
+        process.native_lane = None
+        app, held = native
+        state, counts = app.take()
+        self._native_app_store(process, held, state, counts)
 
     def _plane_heartbeat_arrives(self, process: Process, lane: _ProcessingLane, token: int) -> None:
         """A lane heartbeat reaches the coordinator: taken quietly, its answer is scheduled
@@ -1930,7 +1957,7 @@ class Engine:
         request's arrival."""
         if process.plane is not lane or lane.check_token != token:
             return  # stale
-        self._plane_catch_up(process)
+        self._plane_catch_up(process, keep=True)
         self._plane_commit_passed(process, lane)
         key: tuple[int, int, int]
         reads = lane.reads
@@ -1968,11 +1995,24 @@ class Engine:
             self._plane_queue_check(process, lane, pending)
             return
         committed = process.committed_positions
-        offsets = {
-            tp: o.position
-            for tp, o in process.owned.items()
-            if o.position is not None and committed.get(tp) != o.position
-        }
+        native = process.native_lane
+        if native is None:
+            offsets = {
+                tp: o.position
+                for tp, o in process.owned.items()
+                if o.position is not None and committed.get(tp) != o.position
+            }
+        else:
+            # (the positions of the partitions the application processes are in the
+            # LaneApp; the others' stay None until OffsetFetch answers)
+            offsets = {}
+            for (tp, o), position in zip(process.owned.items(), native[0].positions(), strict=True):
+                if not o.active:
+                    if o.position is None:
+                        continue
+                    position = o.position
+                if committed.get(tp) != position:
+                    offsets[tp] = position
         old = lane.commit
         assert old is None or (old.applied and (old.offsets is None or old.read)), (
             process.name,
@@ -2391,11 +2431,24 @@ class Engine:
         (and a heartbeat if one is due), as ``poll``, ``_commit_positions`` and
         ``_network`` would; ``False`` (nothing done) when it declines."""
         committed = process.committed_positions
-        offsets = {
-            tp: o.position
-            for tp, o in process.owned.items()
-            if o.position is not None and committed.get(tp) != o.position
-        }
+        native = process.native_lane
+        if native is None:
+            offsets = {
+                tp: o.position
+                for tp, o in process.owned.items()
+                if o.position is not None and committed.get(tp) != o.position
+            }
+        else:
+            # (the positions of the partitions the application processes are in the
+            # LaneApp; the others' stay None until OffsetFetch answers)
+            offsets = {}
+            for (tp, o), position in zip(process.owned.items(), native[0].positions(), strict=True):
+                if not o.active:
+                    if o.position is None:
+                        continue
+                    position = o.position
+                if committed.get(tp) != position:
+                    offsets[tp] = position
         if not offsets:
             return False
         now, sent = self.now, self._sent

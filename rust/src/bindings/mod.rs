@@ -18,7 +18,7 @@ mod timer;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(app_loop::app_loop, m)?)?;
-    m.add_function(wrap_pyfunction!(lane_loop::lane_loop, m)?)?;
+    m.add_class::<lane_loop::LaneAppPy>()?;
     m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
     m.add_function(wrap_pyfunction!(assign_server::assign_server, m)?)?;
