@@ -15,6 +15,7 @@ __all__ = [
     "SYNC",
     "Expired",
     "LaneApp",
+    "LaneSet",
     "MemberExpiry",
     "ServerTarget",
     "TimerWheel",
@@ -402,6 +403,96 @@ class LaneApp:
         """The application state as ``app_loop`` returns it and the counts since the state
         was handed over, as ``app_loop`` returns them; the object is spent (``ValueError``
         from every later call)."""
+
+@final
+class LaneSet:
+    """The members in the simulator's processing lane and the queue of their events (their
+    heartbeats' and auto-commits' arrivals at the coordinator, their auto-commit checks),
+    handled in Rust as ``groupcoord.sim.engine.Engine``'s Python handlers handle them
+    (``_plane_heartbeat_arrives``, ``_plane_check``, ``_plane_commit_arrives``). The
+    coordinator is reached through the objects ``run`` is given. ``settings``:
+    (session.timeout.ms, max.poll.interval.ms, heartbeat.interval.ms); ``record_ms``: the
+    constant record time."""
+
+    def __new__(
+        cls,
+        group_id: str,
+        latency_ms: float,
+        auto_commit_interval_ms: int,
+        record_ms: float,
+        settings: tuple[int, int, int],
+        max_poll_records: int,
+    ) -> Self: ...
+    def enter(
+        self,
+        pkey: int,
+        partitions: list[tuple[bool, int, int, float, int]],
+        batch: list[tuple[int, int, list[float]]],
+        rr: int,
+        busy_until: int | None,
+        wake_at: int,
+        timers: _LaneTimers,
+        connection: tuple[int, int, float],
+        next_auto_commit_ms: int,
+        committed: list[int | None],
+        idle_positions: list[int | None],
+        hb_due: int,
+        check_at: int,
+        member_id: str,
+        generation: int,
+        instance_id: str | None,
+        tps: list[Any],
+        make_like: Callable[[dict[Any, int], None], Any],
+    ) -> int:
+        """Put a member in the lane (``connection``: (up_seq, down_seq, down_last_ms));
+        its first heartbeat (sent at ``hb_due``) and its auto-commit's check (at
+        ``check_at``) are queued. Returns its slot."""
+    def run(
+        self,
+        limit: tuple[int, int, int, int],
+        end: int,
+        engine: Any,
+        coordinator: Any,
+        shell: Any,
+    ) -> tuple[int, int, tuple[int, int, int, int], tuple[int, int, int, int]]:
+        """The events whose keys ((time, rank, process, sub-order)) come before ``limit``,
+        at most at ``end``. Returns (stop, slot, key, (heartbeats, commits, steps, events)):
+        stop 0 (the limit reached), 1 (the coordinator did not take the event at ``key`` of
+        the member in ``slot``: it is queued again), 2 (schedule the coordinator's timers
+        after the event at ``key``), 3 (the commit at ``key`` was not persisted: the member
+        leaves). Raises ``RuntimeError`` where the lane's conditions do not hold."""
+    def take(
+        self, slot: int
+    ) -> tuple[
+        tuple[list[tuple[int, int]], int, int | None, list[tuple[int, int, list[float]]]],
+        tuple[int, int, float, list[tuple[int, int]]],
+        int,
+        _LaneTimers,
+        list[tuple[int, int, bool]],
+        tuple[int, int, int, int, int, float],
+        tuple[
+            tuple[int, int, int],
+            list[tuple[int, int]] | None,
+            int,
+            int,
+            tuple[int, int, bool] | None,
+            bool,
+            int,
+            bool,
+        ]
+        | None,
+        tuple[int, int | None, int],
+        list[int | None],
+        Any,
+    ]:
+        """The member's state, out of the lane (its queued events dropped): (application
+        state and counts as ``LaneApp.take`` gives them, wake_at, timers, answers to read,
+        (next_sent, next_arrival, next_up_seq, up_seq, down_seq, down_last_ms), the
+        commit's plan (key, offsets by partition index, arrival, up_seq, answer, read,
+        poll_before, applied), (check_at, last_commit_send, next_auto_commit_ms), the
+        offsets last committed by partition index, the request its commits are like).
+        ``KeyError`` for a slot not in the lane."""
+    def __len__(self) -> int: ...
 
 # =====================================================================================
 # END simulator application loop

@@ -7,6 +7,7 @@ mod bindings;
 pub mod consumer_protocol;
 pub mod expiry;
 pub mod lane_loop;
+pub mod lane_set;
 mod prefetch;
 pub mod timer;
 

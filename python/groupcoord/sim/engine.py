@@ -123,7 +123,7 @@ batch (``max.poll.records`` times the largest record time; none for lognormal) p
 round trip shorter than the session and the poll interval. Then its machine is not
 called: the lane keeps the machine's timers (next heartbeat due, last answer, last poll)
 and its application steps stay lazy with no end, the heartbeat thread's sends and the
-answers' reads being steps among them (``_plane_steps``; in Rust, ``_core.lane_loop``).
+answers' reads being steps among them (``_plane_steps``; in Rust, ``_core.LaneApp``).
 The queue holds, per process, the next heartbeat's arrival at the coordinator (sent when
 it falls due, an interval after the previous one, whose answer comes first), the next
 auto-commit's check and the commit's arrival. At an arrival the coordinator takes the
@@ -141,6 +141,16 @@ heartbeat answered (``MemberMachine.quiet_heartbeat_answered`` with the last pol
 sends for real what is still out, in the order it was sent, each after the poll before it
 (``poll_idle_commit``, ``poll_idle``, ``next_requests`` inside a batch), then hears of the
 last poll; a request still on its way is queued at its key, an answer at its own.
+
+With the Rust loops (``native``) and a constant record time, the lane's members and their
+events live in a ``_core.LaneSet`` instead: its own queue of the same events with the same
+keys, handled in Rust as the Python handlers above handle them (``rust/src/lane_set.rs``),
+the coordinator reached through the same quiet calls. The run loop hands it the key of the
+next event of the engine's queue; it runs its events that come before it and stops early
+where the engine must act: the coordinator declined a request (the process is taken back,
+``_plane_native_take``, its events queued here at their keys, and the Python handler runs
+the declined one), the coordinator's timers must be scheduled, or a commit's record was not
+persisted. Whatever touches a member in the set takes it back first.
 """
 
 from __future__ import annotations
@@ -356,6 +366,12 @@ class _ProcessingLane:
     hb_token: int = 0
     commit_token: int = 0
     check_token: int = 0
+    #: in the engine's ``_core.LaneSet`` (its slot there; the fields above and the
+    #: process's application fields are stale until ``Engine._plane_native_take``), with
+    #: the streams and the partitions of its application, in its order
+    native_slot: int | None = None
+    native_held: list[PartitionStream] = field(default_factory=list)
+    native_tps: list[TopicPartition] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -543,6 +559,21 @@ class Engine:
             c.max_poll_interval_ms,
             c.heartbeat_interval_ms,
         )
+        #: the processing lane's members and events in Rust (``native``, a constant record
+        #: time): see "The processing lane" in the module documentation
+        self._lanes: _core.LaneSet | None = None
+        if self._plane_ok and native and self._record_ms is not None:
+            assert self._latency_ms is not None
+            self._lanes = _core.LaneSet(
+                g.group_id,
+                self._latency_ms,
+                c.auto_commit_interval_ms,
+                self._record_ms,
+                self._plane_settings,
+                c.max_poll_records,
+            )
+        #: a LaneSet slot -> its process
+        self._lane_procs: dict[int, Process] = {}
         #: heartbeats and auto-commits the coordinator took from processes in the processing
         #: lane, and how often processes entered it
         self.plane_heartbeats = 0
@@ -580,7 +611,33 @@ class Engine:
         queue, end = self._queue, self.end_ms
         progress, events = self.progress, 0
         pop = heapq.heappop
-        while queue and queue[0][0] <= end:
+        lanes = self._lanes
+        recorder = self.recorder
+        while True:
+            if lanes is not None and len(lanes):
+                # the lane's events that come before the next one here
+                head = queue[0] if queue else None
+                stop, slot, key, (heartbeats, commits, steps, ran) = lanes.run(
+                    (end + 1, 0, 0, 0) if head is None else (head[0], head[1], head[2], head[3]),
+                    end,
+                    self,
+                    self.coordinator,
+                    self._shell,
+                )
+                recorder.requests += heartbeats + commits
+                recorder.heartbeats += heartbeats
+                self.plane_heartbeats += heartbeats
+                self.quiet_commits += commits
+                self.plane_commits += commits
+                self.lazy_steps += steps
+                if progress is not None and (events + ran) >> 14 != events >> 14:
+                    progress(key[0] if stop else self.now, end)
+                events += ran
+                if stop:
+                    self._lane_stop(stop, slot, key)
+                    continue
+            if not queue or queue[0][0] > end:
+                break
             event = self._event = pop(queue)
             self.now = event[0]
             event[5](*event[6])
@@ -1678,9 +1735,157 @@ class Engine:
         process.lazy_until = _FOREVER
         process.boundary_at = None
         self.plane_entries += 1
+        lanes = self._lanes
+        if lanes is not None and process.native_lane is None:
+            app = self._native_app(process)
+            if app is not None:
+                parts, batch, held = app
+                tps = list(process.owned)
+                committed = process.committed_positions
+                slot = lanes.enter(
+                    process.key,
+                    parts,
+                    batch,
+                    process.rr,
+                    process.busy_until,
+                    process.wake_at,
+                    (lane.hb_due, lane.last_ack, lane.last_poll, None, False, 0, None, 0, None),
+                    (lane.up_seq, lane.down_seq, lane.down_last_ms),
+                    next_commit,
+                    [committed.get(tp) for tp in tps],
+                    [None if o.active else o.position for o in process.owned.values()],
+                    hb_due,
+                    next_commit,
+                    lane.member_id,
+                    lane.generation,
+                    lane.instance_id,
+                    tps,
+                    machine.quiet_commit_request,
+                )
+                lane.native_slot, lane.native_held, lane.native_tps = slot, held, tps
+                self._lane_procs[slot] = process
+                return True
         self._plane_queue_heartbeat(process, lane, hb_due)
         self._plane_queue_check(process, lane, next_commit)
         return True
+
+    def _plane_native_take(self, process: Process, lane: _ProcessingLane) -> None:
+        """Take the process's lane back from the ``LaneSet``: its fields, its application's,
+        and its queued events (the next heartbeat's arrival, the check, a commit on its
+        way), queued here at their keys for the Python handlers."""
+        lanes, slot = self._lanes, lane.native_slot
+        assert lanes is not None and slot is not None
+        lane.native_slot = None
+        del self._lane_procs[slot]
+        (
+            state,
+            counts,
+            process.wake_at,
+            timers,
+            reads,
+            connection,
+            plan,
+            (lane.check_at, lane.last_commit_send, process.next_auto_commit_ms),
+            committed,
+            lane.commit_like,
+        ) = lanes.take(slot)
+        self._native_app_store(process, lane.native_held, state, counts)
+        (
+            lane.hb_due,
+            lane.last_ack,
+            lane.last_poll,
+            lane.hb_sent,
+            lane.hb_sent_poll,
+            lane.hb_poll_before,
+            lane.told_sent,
+            lane.told_answered,
+            lane.last_hb_send,
+        ) = timers
+        lane.reads = reads
+        (
+            lane.next_sent,
+            lane.next_arrival,
+            lane.next_up_seq,
+            lane.up_seq,
+            lane.down_seq,
+            lane.down_last_ms,
+        ) = connection
+        tps = lane.native_tps
+        positions = process.committed_positions
+        for tp, offset in zip(tps, committed, strict=True):
+            if offset is not None:
+                positions[tp] = offset
+        if plan is None:
+            lane.commit = None
+        else:
+            key, offsets, arrival, up_seq, answer, read, poll_before, applied = plan
+            lane.commit = _CommitPlan(
+                key=key,
+                offsets=None if offsets is None else {tps[i]: o for i, o in offsets},
+                arrival=arrival,
+                up_seq=up_seq,
+                answer=answer,
+                read=read,
+                poll_before=poll_before,
+                applied=applied,
+            )
+        pkey, push, seq = process.key, heapq.heappush, self._seq
+        lane.hb_token += 1
+        push(
+            self._queue,
+            (
+                lane.next_arrival,
+                _REQUEST,
+                pkey,
+                lane.next_up_seq,
+                next(seq),
+                self._plane_heartbeat_arrives,
+                (process, lane, lane.hb_token),
+            ),
+        )
+        lane.check_token += 1
+        push(
+            self._queue,
+            (
+                lane.check_at,
+                _ANSWER,
+                pkey,
+                -1,
+                next(seq),
+                self._plane_check,
+                (process, lane, lane.check_token),
+            ),
+        )
+        commit = lane.commit
+        if commit is not None and commit.offsets is not None and commit.answer is None:
+            lane.commit_token += 1
+            push(
+                self._queue,
+                (
+                    commit.arrival,
+                    _REQUEST,
+                    pkey,
+                    commit.up_seq,
+                    next(seq),
+                    self._plane_commit_arrives,
+                    (process, lane, lane.commit_token),
+                ),
+            )
+
+    def _lane_stop(self, stop: int, slot: int, key: tuple[int, int, int, int]) -> None:
+        """The ``LaneSet`` stopped after (or, declined, before) its event at ``key``."""
+        self.now = key[0]
+        self._event = key
+        if stop == 2:
+            self._schedule_coordinator()
+            return
+        process = self._lane_procs[slot]
+        lane = process.plane
+        assert lane is not None
+        self._plane_native_take(process, lane)
+        if stop == 3:  # a commit not persisted: read as the eager engine reads it
+            self._schedule_coordinator()
+            self._plane_leave(process)
 
     def _plane_queue_heartbeat(self, process: Process, lane: _ProcessingLane, sent: int) -> None:
         """Queue the arrival of the heartbeat the lane sends at ``sent`` (the machine's
@@ -1736,6 +1941,10 @@ class Engine:
         events would have: the application's lazy steps, the heartbeat thread's sends and
         the answers' reads. ``keep``: the application's state may stay in its ``LaneApp``
         (the lane's own check; every other caller reads the process's fields)."""
+        lane = process.plane
+        assert lane is not None
+        if lane.native_slot is not None:
+            self._plane_native_take(process, lane)
         limit, read_limit = self._plane_limits(process)
         self._plane_steps(process, limit, read_limit)
         if not keep:

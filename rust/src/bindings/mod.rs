@@ -9,6 +9,7 @@ mod current_input;
 mod errors;
 mod group_memo;
 mod lane_loop;
+mod lane_set;
 mod tuple_maker;
 
 use pyo3::prelude::*;
@@ -19,6 +20,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(app_loop::app_loop, m)?)?;
     m.add_class::<lane_loop::LaneAppPy>()?;
+    m.add_class::<lane_set::LaneSetPy>()?;
     m.add_function(wrap_pyfunction!(assign::assign, m)?)?;
     m.add_function(wrap_pyfunction!(assign::assign_encoded, m)?)?;
     m.add_function(wrap_pyfunction!(assign_server::assign_server, m)?)?;
