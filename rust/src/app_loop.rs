@@ -41,7 +41,69 @@ pub struct Tally {
     pub duplicates: i64,
     pub max_lag_ms: f64,
     /// lag in whole milliseconds (truncated) -> records
-    pub lags: FxHashMap<i64, i64>,
+    pub lags: LagCounts,
+}
+
+/// Records per lag in whole milliseconds. Why not one map: every processed record adds
+/// one, and most lags are small, so a dense vector takes those (its length follows the
+/// largest small lag seen) and a map the rest.
+#[derive(Clone, Debug, Default)]
+pub struct LagCounts {
+    /// `dense[lag]` for `0 <= lag < DENSE_LAGS`
+    dense: Vec<i64>,
+    sparse: FxHashMap<i64, i64>,
+}
+
+/// Lags below this many milliseconds are counted in the dense vector (32 KiB at most).
+const DENSE_LAGS: i64 = 4096;
+
+impl LagCounts {
+    pub fn add(&mut self, lag: i64) {
+        if (0..DENSE_LAGS).contains(&lag) {
+            let i = lag as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, 0);
+            }
+            self.dense[i] += 1;
+        } else {
+            *self.sparse.entry(lag).or_insert(0) += 1;
+        }
+    }
+
+    /// Records with this lag.
+    pub fn get(&self, lag: i64) -> i64 {
+        if (0..DENSE_LAGS).contains(&lag) {
+            self.dense.get(lag as usize).copied().unwrap_or(0)
+        } else {
+            self.sparse.get(&lag).copied().unwrap_or(0)
+        }
+    }
+
+    /// All records counted.
+    pub fn total(&self) -> i64 {
+        self.dense.iter().sum::<i64>() + self.sparse.values().sum::<i64>()
+    }
+
+    /// (lag, records) for every lag seen, in ascending order.
+    pub fn sorted(&self) -> Vec<(i64, i64)> {
+        let mut out: Vec<(i64, i64)> = self.sparse.iter().map(|(&l, &n)| (l, n)).collect();
+        out.extend(
+            self.dense
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n != 0)
+                .map(|(l, &n)| (l as i64, n)),
+        );
+        out.sort_unstable();
+        out
+    }
+}
+
+impl PartialEq for LagCounts {
+    /// The same records per lag, however they are stored.
+    fn eq(&self, other: &Self) -> bool {
+        self.sorted() == other.sorted()
+    }
 }
 
 /// Why the loop stopped.
@@ -53,6 +115,9 @@ pub enum Stop {
     /// before `until`: the caller asks the member's machine (`poll_idle`) first
     Poll { t: i64, at: Option<i64> },
 }
+
+/// Partitions a batch's start lists on the stack; more go to the heap.
+const ACTIVE_ON_STACK: usize = 16;
 
 /// The member machine's deadline after a poll, while no heartbeat and no timeout is due:
 /// the earlier of `base` (the next heartbeat, or the session's end while one is in flight:
@@ -83,6 +148,20 @@ pub struct AppLoop {
     /// on (the caller tells the machine of the last poll, `Ran::polled`); `None`: the loop
     /// stops there with [`Stop::Poll`] for the caller to ask the machine
     pub poll_deadline: Option<PollDeadline>,
+    /// completion vectors of applied batches, kept for the next batches
+    pub spare: Spare,
+}
+
+/// Emptied vectors kept for reuse: capacity, not state (every two compare equal). Why:
+/// a batch is started and applied for every record or few, and its allocation was a good
+/// part of a step's cost.
+#[derive(Clone, Debug, Default)]
+pub struct Spare(Vec<Vec<f64>>);
+
+impl PartialEq for Spare {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The record's processing time: a constant, or drawn from the process's own stream.
@@ -206,7 +285,12 @@ impl AppLoop {
     /// `poll()` returns up to max.poll.records records, partition after partition in turn
     /// (`Engine._start_batch`).
     fn start_batch(&mut self, now: i64, record_time: &mut impl RecordTime) {
-        let mut active: Vec<(usize, i64)> = Vec::with_capacity(self.partitions.len());
+        // the active partitions and how many records wait in each; on the stack for the
+        // usual few partitions (this runs for every batch)
+        let mut on_stack = [(0usize, 0i64); ACTIVE_ON_STACK];
+        let mut on_heap: Vec<(usize, i64)> = Vec::new();
+        let spill = self.partitions.len() > ACTIVE_ON_STACK;
+        let mut count = 0;
         let mut any_available = false;
         for (i, p) in self.partitions.iter().enumerate() {
             if !p.active {
@@ -219,8 +303,14 @@ impl AppLoop {
                     any_available = true;
                 }
             }
-            active.push((i, available));
+            if spill {
+                on_heap.push((i, available));
+            } else {
+                on_stack[count] = (i, available);
+            }
+            count += 1;
         }
+        let active: &[(usize, i64)] = if spill { &on_heap } else { &on_stack[..count] };
         if !any_available {
             if !active.is_empty() {
                 self.rr += 1;
@@ -231,7 +321,9 @@ impl AppLoop {
         let first = self.rr.rem_euclid(active.len() as i64) as usize;
         self.rr += 1;
         let mut t = now as f64;
-        let mut segments = Vec::new();
+        // (the batch's vector, empty since its records were applied, keeps its capacity)
+        let mut segments = std::mem::take(&mut self.batch);
+        segments.clear();
         for k in 0..active.len() {
             let (i, available) = active[(first + k) % active.len()];
             if available <= 0 {
@@ -239,7 +331,7 @@ impl AppLoop {
             }
             let p = &mut self.partitions[i];
             let n = available.min(budget);
-            let mut completions = Vec::with_capacity(n as usize);
+            let mut completions = self.spare.0.pop().unwrap_or_default();
             for _ in 0..n {
                 t += record_time.next();
                 completions.push(t);
@@ -263,7 +355,8 @@ impl AppLoop {
 
     /// Count the batch's records as processed (`Recorder.processed` per segment).
     pub(crate) fn apply_batch(&mut self, tally: &mut Tally) {
-        for segment in std::mem::take(&mut self.batch) {
+        let mut batch = std::mem::take(&mut self.batch);
+        for segment in batch.drain(..) {
             let p = &mut self.partitions[segment.partition];
             let n = segment.completions.len() as i64;
             if n == 0 {
@@ -282,14 +375,18 @@ impl AppLoop {
                 for i in (seen_end - first).max(0)..n {
                     let lag = segment.completions[i as usize]
                         - (start + ((first + i + 1) as f64) * per_record);
-                    *tally.lags.entry(lag as i64).or_insert(0) += 1;
+                    tally.lags.add(lag as i64);
                     if lag > tally.max_lag_ms {
                         tally.max_lag_ms = lag;
                     }
                 }
                 p.processed_end = end;
             }
+            let mut completions = segment.completions;
+            completions.clear();
+            self.spare.0.push(completions);
         }
+        self.batch = batch;
     }
 }
 
@@ -311,6 +408,7 @@ mod tests {
             batch: Vec::new(),
             max_poll_records: 500,
             poll_deadline: None,
+            spare: Default::default(),
         }
     }
 
@@ -339,7 +437,7 @@ mod tests {
         assert_eq!(tally.records, 10);
         assert_eq!(tally.duplicates, 0);
         // each record waits its 1 ms of processing
-        assert_eq!(tally.lags.get(&1), Some(&10));
+        assert_eq!(tally.lags.get(1), 10);
         assert_eq!(app.partitions[0].position, 10);
         assert_eq!(app.partitions[0].processed_end, 10);
     }
@@ -394,7 +492,7 @@ mod tests {
         app.run(0, 10_000, 500, &mut constant, &mut tally);
         assert_eq!(tally.records, 4);
         assert_eq!(tally.duplicates, 3);
-        assert_eq!(tally.lags.values().sum::<i64>(), 1);
+        assert_eq!(tally.lags.total(), 1);
     }
 
     use proptest::prelude::*;
@@ -429,7 +527,7 @@ mod tests {
             end in 5_000i64..10_000,
         ) {
             let app_before = parts.clone();
-            let app = AppLoop { partitions: parts, rr: 0, busy_until: None, batch: Vec::new(), max_poll_records, poll_deadline: None };
+            let app = AppLoop { partitions: parts, rr: 0, busy_until: None, batch: Vec::new(), max_poll_records, poll_deadline: None, spare: Spare::default() };
             let mut once = app.clone();
             let mut whole = Tally::default();
             let a = once.run(start, i64::MAX, end, &mut || record_ms, &mut whole);
@@ -458,7 +556,7 @@ mod tests {
             let in_hand: i64 = once.batch.iter().map(|s| s.completions.len() as i64).sum();
             prop_assert_eq!(whole.records, taken - in_hand);
             prop_assert_eq!(whole.duplicates, 0);
-            prop_assert_eq!(whole.lags.values().sum::<i64>(), whole.records);
+            prop_assert_eq!(whole.lags.total(), whole.records);
         }
     }
 }

@@ -207,6 +207,7 @@ mod tests {
             batch: Vec::new(),
             max_poll_records: 500,
             poll_deadline: None,
+            spare: Default::default(),
         }
     }
 

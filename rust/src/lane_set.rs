@@ -596,6 +596,7 @@ mod tests {
                 batch: Vec::new(),
                 max_poll_records: 500,
                 poll_deadline: None,
+                spare: Default::default(),
             },
             timers: Timers {
                 hb_due: 3_000,

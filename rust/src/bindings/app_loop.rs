@@ -112,6 +112,7 @@ pub(crate) fn build_app(
         batch: Vec::with_capacity(batch.len()),
         max_poll_records,
         poll_deadline: None,
+        spare: Default::default(),
     };
     for (partition, first_offset, completions) in batch {
         if partition >= count {
@@ -146,7 +147,10 @@ pub(crate) fn app_state(app: AppLoop) -> AppState {
 
 /// The recorder's counts, lags in ascending order.
 pub(crate) fn counts(tally: Tally) -> Counts {
-    let mut lags: Vec<(i64, i64)> = tally.lags.into_iter().collect();
-    lags.sort_unstable();
-    (tally.records, tally.duplicates, tally.max_lag_ms, lags)
+    (
+        tally.records,
+        tally.duplicates,
+        tally.max_lag_ms,
+        tally.lags.sorted(),
+    )
 }
