@@ -454,13 +454,19 @@ class LaneSet:
         engine: Any,
         coordinator: Any,
         shell: Any,
+        expiry: MemberExpiry | None,
+        version: int,
     ) -> tuple[int, int, tuple[int, int, int, int], tuple[int, int, int, int]]:
         """The events whose keys ((time, rank, process, sub-order)) come before ``limit``,
-        at most at ``end``. Returns (stop, slot, key, (heartbeats, commits, steps, events)):
-        stop 0 (the limit reached), 1 (the coordinator did not take the event at ``key`` of
-        the member in ``slot``: it is queued again), 2 (schedule the coordinator's timers
-        after the event at ``key``), 3 (the commit at ``key`` was not persisted: the member
-        leaves). Raises ``RuntimeError`` where the lane's conditions do not hold."""
+        at most at ``end``. ``expiry``: the coordinator's ``member_expiry``; ``version``:
+        the driver's count of the calls that may change the coordinator's groups (a member
+        whose heartbeat ``quiet_heartbeat`` took in the same version has its next ones
+        taken straight by the table). Returns (stop, slot, key, (heartbeats, commits,
+        steps, events)): stop 0 (the limit reached), 1 (the coordinator did not take the
+        event at ``key`` of the member in ``slot``: it is queued again), 2 (schedule the
+        coordinator's timers after the event at ``key``), 3 (the commit at ``key`` was not
+        persisted: the member leaves). Raises ``RuntimeError`` where the lane's conditions
+        do not hold."""
     def take(
         self, slot: int
     ) -> tuple[

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from groupcoord._core import MemberExpiry
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.admin import (
     handle_consumer_group_describe,
@@ -246,6 +247,17 @@ class GroupCoordinator:
     def now_ms(self) -> int:
         """The latest time the coordinator was told."""
         return self._rb.now
+
+    @property
+    def member_expiry(self) -> MemberExpiry:
+        """The members' deadlines. For a driver of many members in one process that hands
+        the same members' heartbeats over again and again (the simulator's processing
+        lane): once :meth:`quiet_heartbeat` took a member's heartbeat, and until the next
+        :meth:`handle` or :meth:`tick`, the member is current still, and its next quiet
+        heartbeat is exactly a heartbeat by its handle in this table when no deadline is
+        due by then (the coordinator's clock then moves at its next call). Nothing else may
+        write to it."""
+        return self._rb.expiry
 
     def handle(self, request: CoordinatorRequest, now_ms: int) -> Output:
         """Handle ``request`` at ``now_ms``; return the responses released now, the records

@@ -574,6 +574,9 @@ class Engine:
             )
         #: a LaneSet slot -> its process
         self._lane_procs: dict[int, Process] = {}
+        #: bumped before every call that may change the coordinator's groups (handle,
+        #: tick, a new coordinator): the LaneSet's members known current stay so until then
+        self._coordinator_version = 0
         #: heartbeats and auto-commits the coordinator took from processes in the processing
         #: lane, and how often processes entered it
         self.plane_heartbeats = 0
@@ -617,12 +620,15 @@ class Engine:
             if lanes is not None and len(lanes):
                 # the lane's events that come before the next one here
                 head = queue[0] if queue else None
+                coordinator = self.coordinator
                 stop, slot, key, (heartbeats, commits, steps, ran) = lanes.run(
                     (end + 1, 0, 0, 0) if head is None else (head[0], head[1], head[2], head[3]),
                     end,
                     self,
-                    self.coordinator,
+                    coordinator,
                     self._shell,
+                    None if coordinator is None else coordinator.member_expiry,
+                    self._coordinator_version,
                 )
                 recorder.requests += heartbeats + commits
                 recorder.heartbeats += heartbeats
@@ -698,6 +704,7 @@ class Engine:
         shell.add_member_listener(self.recorder.on_member_removed)
         self._shell = shell
         self.coordinator = shell.coordinator
+        self._coordinator_version += 1
         self._coordinator_wake = None
         self._schedule_coordinator()
 
@@ -717,6 +724,7 @@ class Engine:
         if coordinator is not self.coordinator or self._coordinator_wake != at:
             return  # stale
         self._coordinator_wake = None
+        self._coordinator_version += 1
         self._route(self._shell.tick(self.now))
         self._schedule_coordinator()
 
@@ -765,6 +773,7 @@ class Engine:
                 self._route([answer], quiet=True)
                 self._schedule_coordinator()
                 return
+        self._coordinator_version += 1
         self._route(self._shell.handle(request, self.now))
         if isinstance(request, SyncGroupRequest) and (
             coordinator.group_state(self.group_id) is GroupState.STABLE

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::app_loop::{app_state, build_app, counts, AppState, Counts, PartitionIn, SegmentInOut};
+use super::timer::MemberExpiryPy;
 use crate::lane_loop::{Broken, Read, Settings, Timers};
 use crate::lane_set::{Config, Coordinator, Key, Lane, LaneSet, Plan, Stop};
 
@@ -108,6 +109,12 @@ struct Member {
     /// the request its commits are like, made at the first commit (`make_like(offsets)`)
     like: Option<Py<PyAny>>,
     make_like: Py<PyAny>,
+    /// the coordinator's state version (`run`'s `version`) in which `quiet_heartbeat` last
+    /// took the member's heartbeat, with the member's expiry handle and session timeout:
+    /// until the version moves, its heartbeats go straight to the expiry table
+    known_in: Option<i64>,
+    handle: u64,
+    session_timeout_ms: i64,
 }
 
 /// The members in the simulator's processing lane and their queued events.
@@ -128,6 +135,9 @@ struct PyCoordinator<'a, 'py> {
     shell: &'a Bound<'py, PyAny>,
     members: &'a mut [Option<Member>],
     group_id: &'a Py<PyAny>,
+    /// the coordinator's member expiry table, and the version of the coordinator's state
+    expiry: Option<Bound<'py, MemberExpiryPy>>,
+    version: i64,
     error: Option<PyErr>,
 }
 
@@ -155,19 +165,47 @@ impl Coordinator for PyCoordinator<'_, '_> {
             return false;
         }
         let py = self.py;
+        let version = self.version;
+        let expiry = self.expiry.clone();
         let group_id = self.group_id.clone_ref(py);
         let member = self.member(slot);
+        if let (Some(expiry), Some(known)) = (&expiry, member.known_in) {
+            if known == version
+                && expiry
+                    .borrow_mut()
+                    .lane_heartbeat(member.handle, now, member.session_timeout_ms)
+            {
+                return true;
+            }
+        }
+        let member_id = member.member_id.clone_ref(py);
         let args = (
-            group_id,
-            member.member_id.clone_ref(py),
+            group_id.clone_ref(py),
+            member_id.clone_ref(py),
             member.generation,
             member.instance_id.clone_ref(py),
             now,
         );
-        let result = self
-            .coordinator
-            .call_method1("quiet_heartbeat", args)
-            .and_then(|taken| taken.extract::<bool>());
+        let result = (|| -> PyResult<bool> {
+            let taken = self
+                .coordinator
+                .call_method1("quiet_heartbeat", args)?
+                .extract::<bool>()?;
+            if let (true, Some(expiry)) = (taken, &expiry) {
+                // what the next heartbeats need, as the coordinator just set it
+                let handle: u64 = expiry
+                    .call_method1("handle", (&group_id, &member_id))?
+                    .extract()?;
+                let deadline: i64 = expiry
+                    .call_method1("deadline", (&group_id, &member_id, "session"))?
+                    .extract()?;
+                let member = self.member(slot);
+                member.known_in = Some(version);
+                member.handle = handle;
+                member.session_timeout_ms = deadline - now;
+            }
+            Ok(taken)
+        })();
         self.keep(result, false)
     }
 
@@ -317,6 +355,9 @@ impl LaneSetPy {
             tps,
             like: None,
             make_like,
+            known_in: None,
+            handle: 0,
+            session_timeout_ms: 0,
         };
         if slot == self.members.len() {
             self.members.push(Some(member));
@@ -326,13 +367,16 @@ impl LaneSetPy {
         Ok(slot)
     }
 
-    /// `run(limit, end, engine, coordinator, shell)`: the lane's events whose keys
-    /// ((time, rank, process, sub-order)) come before `limit` and whose times are at most
-    /// `end`. Returns (stop, slot, key, (heartbeats, commits, steps, events)): stop 0 (the
+    /// `run(limit, end, engine, coordinator, shell, expiry, version)`: the lane's events
+    /// whose keys ((time, rank, process, sub-order)) come before `limit` and whose times
+    /// are at most `end`. `expiry` is the coordinator's `member_expiry` (or `None`) and
+    /// `version` the engine's count of the calls that may change its groups (`handle`,
+    /// `tick`, a new coordinator): a member whose heartbeat `quiet_heartbeat` took in the
+    /// same version is current still, and its next ones go straight to the table. Returns (stop, slot, key, (heartbeats, commits, steps, events)): stop 0 (the
     /// limit reached), 1 (the coordinator did not take the event at `key` of the member in
     /// `slot`; it is queued again), 2 (schedule the coordinator's timers after the event
     /// at `key`), 3 (the commit at `key` was not persisted: the member leaves the lane).
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn run<'py>(
         &mut self,
         py: Python<'py>,
@@ -341,6 +385,8 @@ impl LaneSetPy {
         engine: &Bound<'py, PyAny>,
         coordinator: &Bound<'py, PyAny>,
         shell: &Bound<'py, PyAny>,
+        expiry: &Bound<'py, PyAny>,
+        version: i64,
     ) -> PyResult<(u8, usize, Key, (u64, u64, u64, u64))> {
         let mut reach = PyCoordinator {
             py,
@@ -349,6 +395,8 @@ impl LaneSetPy {
             shell,
             members: &mut self.members,
             group_id: &self.group_id,
+            expiry: expiry.cast::<MemberExpiryPy>().ok().cloned(),
+            version,
             error: None,
         };
         let before = self.set.counters;

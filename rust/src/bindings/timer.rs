@@ -879,6 +879,29 @@ pub struct MemberExpiryPy {
     memo: GroupMemo,
 }
 
+impl MemberExpiryPy {
+    /// The simulator's processing lane (`super::lane_set`): a heartbeat of a member known to
+    /// be current, by its handle, at `now`, as `GroupCoordinator.quiet_heartbeat` takes it:
+    /// declined (`false`, nothing changed) when a deadline is due by `now` (the coordinator
+    /// would act on it first) or the handle is stale.
+    pub(crate) fn lane_heartbeat(
+        &mut self,
+        handle: u64,
+        now: i64,
+        session_timeout_ms: i64,
+    ) -> bool {
+        if self.table.next_deadline().is_some_and(|due| due <= now) {
+            return false;
+        }
+        let Ok(deadline) = expiry::session_deadline(now, session_timeout_ms) else {
+            return false;
+        };
+        self.table
+            .set_deadline_by_handle(handle, Kind::Session, deadline)
+            .is_ok()
+    }
+}
+
 #[pymethods]
 impl MemberExpiryPy {
     #[new]
