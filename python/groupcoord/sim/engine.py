@@ -227,6 +227,9 @@ _METADATA = 10  # a member's metadata refresh
 _FOREVER = 1 << 62
 
 Progress = Callable[[int, int], None]
+#: (hb_due, last_ack, last_poll, hb_sent, hb_sent_poll, hb_poll_before, told_sent,
+#: told_answered, last_hb_send)
+_LaneTimers = tuple[int, int, int, int | None, bool, int, int | None, int, int | None]
 
 
 @dataclass(slots=True, eq=False)
@@ -373,6 +376,35 @@ class _ProcessingLane:
     native_slot: int | None = None
     native_held: list[PartitionStream] = field(default_factory=list)
     native_tps: list[TopicPartition] = field(default_factory=list)
+
+    @property
+    def timers(self) -> _LaneTimers:
+        """The machine's timers as the Rust lane takes them (``_core.LaneApp.run``)."""
+        return (
+            self.hb_due,
+            self.last_ack,
+            self.last_poll,
+            self.hb_sent,
+            self.hb_sent_poll,
+            self.hb_poll_before,
+            self.told_sent,
+            self.told_answered,
+            self.last_hb_send,
+        )
+
+    @timers.setter
+    def timers(self, timers: _LaneTimers) -> None:
+        (
+            self.hb_due,
+            self.last_ack,
+            self.last_poll,
+            self.hb_sent,
+            self.hb_sent_poll,
+            self.hb_poll_before,
+            self.told_sent,
+            self.told_answered,
+            self.last_hb_send,
+        ) = timers
 
 
 @dataclass(slots=True, eq=False)
@@ -1772,7 +1804,7 @@ class Engine:
                     process.rr,
                     process.busy_until,
                     process.wake_at,
-                    (lane.hb_due, lane.last_ack, lane.last_poll, None, False, 0, None, 0, None),
+                    lane.timers,
                     (lane.up_seq, lane.down_seq, lane.down_last_ms),
                     next_commit,
                     [committed.get(tp) for tp in tps],
@@ -1813,17 +1845,7 @@ class Engine:
             lane.commit_like,
         ) = lanes.take(slot)
         self._native_app_store(process, lane.native_held, state, counts)
-        (
-            lane.hb_due,
-            lane.last_ack,
-            lane.last_poll,
-            lane.hb_sent,
-            lane.hb_sent_poll,
-            lane.hb_poll_before,
-            lane.told_sent,
-            lane.told_answered,
-            lane.last_hb_send,
-        ) = timers
+        lane.timers = timers
         lane.reads = reads
         (
             lane.next_sent,
@@ -2097,31 +2119,11 @@ class Engine:
             wake_at,
             limit,
             read_limit,
-            (
-                lane.hb_due,
-                lane.last_ack,
-                lane.last_poll,
-                lane.hb_sent,
-                lane.hb_sent_poll,
-                lane.hb_poll_before,
-                lane.told_sent,
-                lane.told_answered,
-                lane.last_hb_send,
-            ),
+            lane.timers,
             reads,
         )
         process.wake_at, steps, done, commit_read, process.busy_until = ran
-        (
-            lane.hb_due,
-            lane.last_ack,
-            lane.last_poll,
-            lane.hb_sent,
-            lane.hb_sent_poll,
-            lane.hb_poll_before,
-            lane.told_sent,
-            lane.told_answered,
-            lane.last_hb_send,
-        ) = timers
+        lane.timers = timers
         if done:
             del reads[:done]
         if commit_read:
@@ -2226,25 +2228,7 @@ class Engine:
             assert pending > self.now, (process.name, pending, lane)
             self._plane_queue_check(process, lane, pending)
             return
-        committed = process.committed_positions
-        native = process.native_lane
-        if native is None:
-            offsets = {
-                tp: o.position
-                for tp, o in process.owned.items()
-                if o.position is not None and committed.get(tp) != o.position
-            }
-        else:
-            # (the positions of the partitions the application processes are in the
-            # LaneApp; the others' stay None until OffsetFetch answers)
-            offsets = {}
-            for (tp, o), position in zip(process.owned.items(), native[0].positions(), strict=True):
-                if not o.active:
-                    if o.position is None:
-                        continue
-                    position = o.position
-                if committed.get(tp) != position:
-                    offsets[tp] = position
+        offsets = self._uncommitted(process)
         old = lane.commit
         assert old is None or (old.applied and (old.offsets is None or old.read)), (
             process.name,
@@ -2277,6 +2261,30 @@ class Engine:
                 ),
             )
         self._plane_queue_check(process, lane, at + self._auto_commit_interval_ms)
+
+    @staticmethod
+    def _uncommitted(process: Process) -> dict[TopicPartition, int]:
+        """The positions an auto-commit of the process commits now: those that differ from
+        the offsets it last committed, in the order it holds its partitions."""
+        committed = process.committed_positions
+        native = process.native_lane
+        if native is None:
+            return {
+                tp: o.position
+                for tp, o in process.owned.items()
+                if o.position is not None and committed.get(tp) != o.position
+            }
+        # (the positions of the partitions the application processes are in the LaneApp;
+        # the others' stay None until OffsetFetch answers)
+        offsets = {}
+        for (tp, o), position in zip(process.owned.items(), native[0].positions(), strict=True):
+            if not o.active:
+                if o.position is None:
+                    continue
+                position = o.position
+            if committed.get(tp) != position:
+                offsets[tp] = position
+        return offsets
 
     def _plane_commit_passed(self, process: Process, lane: _ProcessingLane) -> None:
         """The step of the planned auto-commit came before the current event: its effects
@@ -2662,32 +2670,14 @@ class Engine:
         ``MemberMachine.poll_idle_commit`` polls, commits what was consumed and sends it
         (and a heartbeat if one is due), as ``poll``, ``_commit_positions`` and
         ``_network`` would; ``False`` (nothing done) when it declines."""
-        committed = process.committed_positions
-        native = process.native_lane
-        if native is None:
-            offsets = {
-                tp: o.position
-                for tp, o in process.owned.items()
-                if o.position is not None and committed.get(tp) != o.position
-            }
-        else:
-            # (the positions of the partitions the application processes are in the
-            # LaneApp; the others' stay None until OffsetFetch answers)
-            offsets = {}
-            for (tp, o), position in zip(process.owned.items(), native[0].positions(), strict=True):
-                if not o.active:
-                    if o.position is None:
-                        continue
-                    position = o.position
-                if committed.get(tp) != position:
-                    offsets[tp] = position
+        offsets = self._uncommitted(process)
         if not offsets:
             return False
         now, sent = self.now, self._sent
         if process.machine.poll_idle_commit(offsets, now, sent) is None:
             return False
         process.next_auto_commit_ms = now + self._auto_commit_interval_ms
-        committed.update(offsets)
+        process.committed_positions.update(offsets)
         self.quick_commits += 1
         for request in sent:
             self._send(process, request)

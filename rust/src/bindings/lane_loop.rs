@@ -13,7 +13,7 @@ use crate::lane_loop::{run, Broken, Read, Settings, Timers};
 
 /// The lane's timers as the engine keeps them: (hb_due, last_ack, last_poll, hb_sent,
 /// hb_sent_poll, hb_poll_before, told_sent, told_answered, last_hb_send).
-type TimersInOut = (
+pub(super) type TimersInOut = (
     i64,
     i64,
     i64,
@@ -48,7 +48,7 @@ impl LaneAppPy {
     }
 }
 
-fn from_timers(timers: TimersInOut) -> Timers {
+pub(super) fn from_timers(timers: TimersInOut) -> Timers {
     let (hb_due, last_ack, last_poll, hb_sent, hb_sent_poll, hb_poll_before, told, told_at, last) =
         timers;
     Timers {
@@ -63,7 +63,7 @@ fn from_timers(timers: TimersInOut) -> Timers {
     }
 }
 
-fn to_timers(timers: &Timers) -> TimersInOut {
+pub(super) fn to_timers(timers: &Timers) -> TimersInOut {
     let (told, told_at) = match timers.told {
         Some((sent, at)) => (Some(sent), at),
         None => (None, 0),
@@ -81,14 +81,19 @@ fn to_timers(timers: &Timers) -> TimersInOut {
     )
 }
 
-fn broken(broken: Broken) -> PyErr {
+/// The lane's conditions did not hold (for the member `pkey`, when known).
+pub(super) fn lane_error(pkey: Option<i64>, broken: Broken) -> PyErr {
+    let lane = match pkey {
+        Some(pkey) => format!("processing lane (process {pkey})"),
+        None => "processing lane".to_string(),
+    };
     PyRuntimeError::new_err(match broken {
-        Broken::Timeout { t } => format!("processing lane: a timeout is due at {t}"),
+        Broken::Timeout { t } => format!("{lane}: a timeout is due at {t}"),
         Broken::MissedHeartbeat { t, due } => {
-            format!("processing lane: a heartbeat due at {due} was first seen at {t}")
+            format!("{lane}: a heartbeat due at {due} was first seen at {t}")
         }
         Broken::NoHeartbeat { t } => {
-            format!("processing lane: a heartbeat answer read at {t} with none in flight")
+            format!("{lane}: a heartbeat answer read at {t} with none in flight")
         }
     })
 }
@@ -188,7 +193,7 @@ impl LaneAppPy {
         if let Some(e) = failed {
             return Err(e);
         }
-        let ran = ran.map_err(broken)?;
+        let ran = ran.map_err(|b| lane_error(None, b))?;
         Ok((
             (
                 ran.wake_at,

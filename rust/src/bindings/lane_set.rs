@@ -8,23 +8,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::app_loop::{app_state, build_app, counts, AppState, Counts, PartitionIn, SegmentInOut};
+use super::lane_loop::{from_timers, lane_error, to_timers, TimersInOut};
 use super::timer::MemberExpiryPy;
-use crate::lane_loop::{Broken, Read, Settings, Timers};
+use crate::lane_loop::{Read, Settings};
 use crate::lane_set::{Config, Coordinator, Key, Lane, LaneSet, Plan, Stop};
 
-/// The lane's timers as the engine keeps them: (hb_due, last_ack, last_poll, hb_sent,
-/// hb_sent_poll, hb_poll_before, told_sent, told_answered, last_hb_send).
-type TimersInOut = (
-    i64,
-    i64,
-    i64,
-    Option<i64>,
-    bool,
-    i64,
-    Option<i64>,
-    i64,
-    Option<i64>,
-);
 /// (next_sent, next_arrival, next_up_seq, up_seq, down_seq, down_last_ms)
 type Connection = (i64, i64, i64, i64, i64, f64);
 /// (key, offsets, arrival, up_seq, answer, read, poll_before, applied)
@@ -51,53 +39,6 @@ type Taken = (
     Vec<Option<i64>>,
     Option<Py<PyAny>>,
 );
-
-fn from_timers(timers: TimersInOut) -> Timers {
-    let (hb_due, last_ack, last_poll, hb_sent, hb_sent_poll, hb_poll_before, told, told_at, last) =
-        timers;
-    Timers {
-        hb_due,
-        last_ack,
-        last_poll,
-        hb_sent,
-        hb_sent_poll,
-        hb_poll_before,
-        told: told.map(|sent| (sent, told_at)),
-        last_hb_send: last,
-    }
-}
-
-fn to_timers(timers: &Timers) -> TimersInOut {
-    let (told, told_at) = match timers.told {
-        Some((sent, at)) => (Some(sent), at),
-        None => (None, 0),
-    };
-    (
-        timers.hb_due,
-        timers.last_ack,
-        timers.last_poll,
-        timers.hb_sent,
-        timers.hb_sent_poll,
-        timers.hb_poll_before,
-        told,
-        told_at,
-        timers.last_hb_send,
-    )
-}
-
-fn broken(pkey: i64, broken: Broken) -> PyErr {
-    PyRuntimeError::new_err(match broken {
-        Broken::Timeout { t } => {
-            format!("processing lane (process {pkey}): a timeout is due at {t}")
-        }
-        Broken::MissedHeartbeat { t, due } => format!(
-            "processing lane (process {pkey}): a heartbeat due at {due} was first seen at {t}"
-        ),
-        Broken::NoHeartbeat { t } => format!(
-            "processing lane (process {pkey}): a heartbeat answer read at {t} with none in flight"
-        ),
-    })
-}
 
 /// What the coordinator's quiet calls name of one member.
 struct Member {
@@ -404,7 +345,7 @@ impl LaneSetPy {
         if let Some(e) = reach.error {
             return Err(e);
         }
-        let stop = stop.map_err(|b| broken(b.pkey, b.broken))?;
+        let stop = stop.map_err(|b| lane_error(Some(b.pkey), b.broken))?;
         let after = self.set.counters;
         let counters = (
             after.heartbeats - before.heartbeats,
