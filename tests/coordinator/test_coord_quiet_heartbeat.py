@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import twin_harness
-from coord_harness import FakeMember, rebalance
-from hypothesis import event, given, settings
+from coord_harness import FakeMember, Harness, rebalance
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from twin_harness import GROUP, run_steps
 
@@ -101,3 +101,50 @@ def test_the_quiet_case_is_taken() -> None:
     members[0].heartbeat()
     twin.check()
     assert twin.quiet == 10
+
+
+@settings(max_examples=40, deadline=None)
+@example(gaps=[(0, 100), (1, 100), (0, 2_000), (1, 1), (0, 0)])
+@given(gaps=st.lists(st.tuples(st.integers(0, 1), st.integers(0, 3_000)), min_size=1, max_size=30))
+def test_member_expiry_takes_a_known_members_heartbeats_as_quiet_heartbeat(
+    gaps: list[tuple[int, int]],
+) -> None:
+    """``member_expiry``'s contract (the simulator's processing lane relies on it): once
+    ``quiet_heartbeat`` took a member's heartbeat, and with no ``handle`` or ``tick`` since,
+    a heartbeat by the member's handle in the table when no deadline is due leaves the
+    deadlines as ``quiet_heartbeat`` of that heartbeat does."""
+    config = {**CONFIG, "group.initial.rebalance.delay.ms": 100}
+    quiet, by_handle = Harness(config), Harness(config)
+    pairs = []
+    for h in (quiet, by_handle):
+        members = [FakeMember(h, f"c{i}", group_id=GROUP) for i in range(2)]
+        rebalance(h, members)
+        pairs.append(members)
+    now = quiet.now
+    assert by_handle.now == now
+    known: dict[str, tuple[int, int]] = {}
+    by_handles = 0
+    for who, gap in gaps:
+        now += gap
+        expiry = by_handle.coord.member_expiry
+        due = expiry.next_deadline()
+        if due is not None and due <= now:
+            break  # a deadline due: quiet_heartbeat declines and handle() acts on it
+        a, b = pairs[0][who], pairs[1][who]
+        assert a.member_id == b.member_id and a.generation == b.generation
+        assert quiet.coord.quiet_heartbeat(GROUP, a.member_id, a.generation, None, now)
+        if b.member_id in known:
+            handle, session = known[b.member_id]
+            expiry.heartbeat_handle(handle, now, session)
+            by_handles += 1
+        else:
+            assert by_handle.coord.quiet_heartbeat(GROUP, b.member_id, b.generation, None, now)
+            deadline = expiry.deadline(GROUP, b.member_id, "session")
+            assert deadline is not None
+            known[b.member_id] = (expiry.handle(GROUP, b.member_id), deadline - now)
+        for m in pairs[0]:
+            assert quiet.coord.member_expiry.deadline(
+                GROUP, m.member_id, "session"
+            ) == expiry.deadline(GROUP, m.member_id, "session")
+        assert quiet.coord.next_deadline() == by_handle.coord.next_deadline()
+    event(f"heartbeats by handle: {min(by_handles, 3)}{'+' if by_handles >= 3 else ''}")
