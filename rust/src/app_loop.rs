@@ -533,7 +533,8 @@ mod tests {
             let a = once.run(start, i64::MAX, end, &mut || record_ms, &mut whole);
             let mut pieces = app;
             let mut tally = Tally::default();
-            let first = pieces.run(start, i64::MAX, start + split, &mut || record_ms, &mut tally);
+            // (the first piece stops at `end` at the latest: the whole run stops there)
+            let first = pieces.run(start, i64::MAX, (start + split).min(end), &mut || record_ms, &mut tally);
             if first.stop == Stop::Done {
                 let b = pieces.run(first.wake_at, i64::MAX, end, &mut || record_ms, &mut tally);
                 if a.stop == Stop::Done {
