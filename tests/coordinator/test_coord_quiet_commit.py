@@ -183,3 +183,165 @@ def test_the_quiet_case_is_taken(twin_type: type[Twin]) -> None:
     members[0].commit({("t", 0): 100})
     twin.check()
     assert twin.quiet == 11
+
+
+class TakenTwin(OffsetsTwin):
+    """Harness ``b`` as the simulator's processing lane drives it: a member's commit goes
+    through quiet_commit_offsets until one is taken; from then on, while nothing else has
+    reached ``b`` (no handle, no tick), the member's commits are taken without a call into
+    the coordinator (its session refreshed by its expiry handle, its record kept aside)
+    and handed over with ``store_taken_commits`` before anything else reaches ``b``."""
+
+    def __init__(self, config: dict[str, object] = CONFIG) -> None:
+        super().__init__(config)
+        #: handle() and tick() calls on b: a member known in an older version is not
+        self.version = 0
+        #: what a lane member's commits share (see ``shape``) -> (version, expiry handle,
+        #: session timeout)
+        self.known: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+        self.taken: list[tuple[int, list[tuple[TopicPartition, int]]]] = []
+        self.taken_here = 0
+
+    def hand_over(self) -> None:
+        if self.taken:
+            self.b.shell.store_taken_commits(GROUP, self.taken)
+            self.taken = []
+
+    def quiet_answer(self, request: Any) -> Any:
+        if not isinstance(request, OffsetCommitRequest):
+            return self.declined()
+        offsets = [
+            (TopicPartition(t.name, p.partition_index), p.committed_offset)
+            for t in request.topics
+            for p in t.partitions
+        ]
+        shape = self.shape(request)
+        known = self.known.get(shape)
+        expiry = self.b.coord.member_expiry
+        due = expiry.next_deadline()
+        if (
+            known is not None
+            and known[0] == self.version
+            and offsets
+            and (due is None or due > self.b.now)
+        ):
+            _, handle, session = known
+            expiry.heartbeat_handle(handle, self.b.now, session)
+            self.taken.append((self.b.now, offsets))
+            self.taken_here += 1
+            return quiet_commit_answer(request, True)
+        self.hand_over()
+        answer = super().quiet_answer(request)
+        if answer is None:
+            return self.declined()
+        if not any(p.error for t in answer.topics for p in t.partitions):
+            deadline = expiry.deadline(GROUP, request.member_id, "session")
+            assert deadline is not None
+            self.known[shape] = (
+                self.version,
+                expiry.handle(GROUP, request.member_id),
+                deadline - self.b.now,
+            )
+        return answer
+
+    @staticmethod
+    def shape(request: OffsetCommitRequest) -> tuple[Any, ...]:
+        """What every commit of one lane member has in common: it sends one request again
+        and again (``like``), with new offsets."""
+        return (
+            request.version,
+            request.member_id,
+            request.generation_id_or_member_epoch,
+            request.group_instance_id,
+            request.retention_time_ms,
+            tuple(
+                (p.committed_leader_epoch, p.commit_timestamp, p.committed_metadata)
+                for t in request.topics
+                for p in t.partitions
+            ),
+        )
+
+    def declined(self) -> None:
+        """b handles the request next: what was taken goes first, and the members known
+        are not any more."""
+        self.hand_over()
+        self.version += 1
+        return None
+
+    def advance(self, ms: int) -> list[Any]:
+        self.declined()
+        return super().advance(ms)
+
+    def check(self) -> None:
+        self.hand_over()
+        super().check()
+
+
+#: a member commits 1-4 times in a row (member 0 last: the first settle leaves it a
+#: generation behind, and hypothesis favours the first choice)
+COMMIT = st.tuples(
+    st.just("commit"),
+    st.sampled_from([1, 2, 3, 0]),
+    st.sampled_from(["right"] * 6 + ["two-topics", "old-generation", "unknown-id", "retention"]),
+    st.integers(0, 1_000),
+    st.integers(1, 4),
+)
+#: STEP without failing writes, half of them commits
+TAKEN_STEP = st.one_of(
+    COMMIT,
+    st.one_of(
+        st.tuples(st.just("settle"), st.integers(1, 4)),
+        st.tuples(st.just("heartbeat"), st.integers(0, 3)),
+        st.tuples(st.just("join"), st.integers(0, 3)),
+        st.tuples(st.just("sync"), st.integers(0, 3)),
+        st.tuples(st.just("leave"), st.integers(0, 3)),
+        st.tuples(st.just("advance"), st.sampled_from([1, 500, 2_000, 6_000])),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    static=st.lists(st.booleans(), min_size=4, max_size=4),
+    steps=st.lists(TAKEN_STEP, min_size=1, max_size=60),
+)
+def test_taken_commits_are_quiet_commits(static: list[bool], steps: list[Any]) -> None:
+    """``store_taken_commits``'s contract (the simulator's processing lane relies on it):
+    commits taken aside by expiry handle while nothing else reached the coordinator, then
+    handed over, leave it and its store as quiet_commit_offsets of each at its time does.
+    (Only for a store that does not fail: the lane answers before it writes.)"""
+    twin = TakenTwin()
+    members = twin.members(static)
+    twin.wire()
+
+    def act(step: Any) -> None:
+        if step[0] == "heartbeat":
+            members[step[1]].heartbeat()
+        else:  # commit
+            for i in range(step[4]):
+                _commit(members[step[1]], step[2], step[3] + i)
+
+    # (from a Stable group of all four, where commits can be taken)
+    run_steps(twin, members, [("settle", 4), *steps], act)
+    event(f"taken aside: {min(twin.taken_here, 3)}{'+' if twin.taken_here >= 3 else ''}")
+
+
+def test_taken_commits_are_taken_and_a_failed_write_is_an_error() -> None:
+    """Not vacuous: a known member's commits are taken aside and stored as the coordinator
+    stores them; a store that fails them raises (they were answered already)."""
+    twin = TakenTwin({**CONFIG, "group.initial.rebalance.delay.ms": 100})
+    twin.wire()
+    members = [FakeMember(twin.a, f"c{i}", group_id=GROUP) for i in range(2)]
+    rebalance(twin.a, members)
+    twin.check()
+    twin.advance(1_000)
+    for i in range(5):
+        for m in members:
+            m.commit({("t", 0): i, ("t", 1): 2 * i})
+    assert twin.taken_here == 8  # each member's first commit made it known
+    twin.check()
+    assert twin.b.coord.committed_offsets(GROUP)[TopicPartition("t", 1)].committed_offset == 8
+    members[0].commit({("t", 0): 50, ("t", 1): 50})
+    twin.b.store.fail_writes = True
+    with pytest.raises(RuntimeError, match="not persisted"):
+        twin.hand_over()

@@ -36,7 +36,12 @@ from groupcoord.coordinator.messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from groupcoord.coordinator.offsets import OffsetAndMetadata, OffsetsRecord, StoreRecord
+from groupcoord.coordinator.offsets import (
+    OffsetAndMetadata,
+    OffsetsRecord,
+    StoreRecord,
+    committed_at,
+)
 from groupcoord.coordinator.rebalance import Rebalancer
 from groupcoord.coordinator.retention import arm_after_commit
 from groupcoord.coordinator.states import GroupState
@@ -52,7 +57,12 @@ from groupcoord.errors import (
 )
 from groupcoord.types import TopicPartition
 
-__all__ = ["handle_offset_commit", "handle_offset_fetch", "quiet_offset_commit"]
+__all__ = [
+    "handle_offset_commit",
+    "handle_offset_fetch",
+    "quiet_offset_commit",
+    "store_taken_commits",
+]
 
 log = logging.getLogger("groupcoord.coordinator")
 
@@ -358,16 +368,57 @@ def quiet_commit_offsets(
         return None
     # the request's partitions are in order (topic after topic, ascending)
     stored = {
-        tp: OffsetAndMetadata(
-            committed_offset=offsets[tp],
-            leader_epoch=-1,
-            metadata="",
-            commit_timestamp_ms=now,
-            expire_timestamp_ms=-1,
-        )
+        tp: committed_at(offsets[tp], now)
         for tp in (offsets if len(offsets) == 1 else sorted(offsets))
     }
     return _quiet_store(rb, found, stored, now, write)
+
+
+def store_taken_commits(
+    rb: Rebalancer,
+    group_id: str,
+    commits: list[tuple[int, list[tuple[TopicPartition, int]]]],
+    write: Callable[[tuple[StoreRecord, ...]], bool],
+) -> None:
+    """Store commits that were taken already, in order: each ``(now, [(partition, offset),
+    ...])`` a commit :func:`quiet_commit_offsets` took at ``now`` from a current member of
+    the Stable classic group ``group_id``, whose member's session the caller refreshed then
+    (by its expiry handle) and whose record it is handing over now, with nothing else
+    reaching the coordinator in between. Each commit's record is the one
+    :func:`quiet_commit_offsets` would have written at its time; they go to ``write`` in one
+    batch, then into the group's offsets, and time moves to the last commit's.
+
+    Why: the simulator's processing lane (``groupcoord._core.LaneSet``) takes a known
+    member's auto-commit without a call into Python and hands its records over before any
+    Python code runs again, so nothing can tell that they were stored later. Only for a
+    group whose committed offsets cannot expire while it has members (a classic consumer
+    group: ``arm_after_commit`` would arm nothing); ``RuntimeError`` for anything else, or a
+    failed write, since the commits were answered already."""
+    group = rb.groups.get(group_id)
+    if group is None or group.state is not _STABLE or not group.protocol_type:
+        raise RuntimeError(
+            f"group {group_id!r}: taken commits to store, but the group is not a Stable "
+            "classic consumer group"
+        )
+    records: list[OffsetsRecord] = []
+    append = records.append
+    for now, offsets in commits:
+        if len(offsets) == 1:
+            tp, offset = offsets[0]
+            stored = {tp: committed_at(offset, now)}
+        else:  # in the order quiet_commit_offsets stores them
+            stored = {tp: committed_at(offset, now) for tp, offset in sorted(offsets)}
+        append(OffsetsRecord(group_id, stored))
+    if not records:
+        return
+    if not write(tuple(records)):
+        raise RuntimeError(f"group {group_id!r}: taken commits were not persisted")
+    update = group.offsets.update
+    for record in records:
+        update(record.offsets)
+    last = commits[-1][0]
+    if last > rb.now:
+        rb.now = last
 
 
 def quiet_commit_answer(req: OffsetCommitRequest, taken: bool) -> OffsetCommitResponse:

@@ -43,6 +43,7 @@ from groupcoord.coordinator.commits import (
     handle_offset_fetch,
     quiet_commit_offsets,
     quiet_offset_commit,
+    store_taken_commits,
 )
 from groupcoord.coordinator.consumer_group import ConsumerGroupState, MemberState
 from groupcoord.coordinator.consumer_heartbeat import (
@@ -348,6 +349,25 @@ class GroupCoordinator:
             if persist is None
             else quiet_commit_offsets(self._rb, like, offsets, now_ms, persist)
         )
+
+    def store_taken_commits(
+        self,
+        group_id: str,
+        commits: list[tuple[int, list[tuple[TopicPartition, int]]]],
+        write: Callable[[tuple[StoreRecord, ...]], bool],
+    ) -> None:
+        """Store commits that :meth:`quiet_commit_offsets` would have taken at their times
+        (``(now, [(partition, offset), ...])`` each, in order), with nothing else reaching
+        the coordinator since the first: their members' sessions were refreshed at those
+        times through :attr:`member_expiry`, by handle (see
+        ``commits.store_taken_commits``). Each takes the batch number its own
+        :meth:`quiet_commit_offsets` would have. For the simulator's processing lane."""
+        if self._in_flight:
+            raise RuntimeError("taken commits to store while records wait for their report")
+        batch_ids = self._batch_ids
+        for _ in commits:
+            next(batch_ids)
+        store_taken_commits(self._rb, group_id, commits, write)
 
     def _quiet_persist(
         self, now_ms: int, write: Callable[[tuple[StoreRecord, ...]], bool]

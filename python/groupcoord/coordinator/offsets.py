@@ -29,9 +29,9 @@ does for a failed append) and keeps its old state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from groupcoord.errors import GroupcoordError
 from groupcoord.types import TopicPartition
@@ -53,6 +53,7 @@ __all__ = [
     "StoredAssignment",
     "StoredConsumerGroup",
     "StoredState",
+    "committed_at",
 ]
 
 
@@ -69,6 +70,38 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp_ms: int = -1
     expire_timestamp_ms: int = -1
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Callable[[object, Any], None], ...]:
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+_new = object.__new__
+_set_offset, _set_epoch, _set_metadata, _set_commit_time, _set_expire = _slot_setters(
+    OffsetAndMetadata,
+    "committed_offset",
+    "leader_epoch",
+    "metadata",
+    "commit_timestamp_ms",
+    "expire_timestamp_ms",
+)
+
+
+def committed_at(committed_offset: int, commit_timestamp_ms: int) -> OffsetAndMetadata:
+    """``OffsetAndMetadata(committed_offset, -1, "", commit_timestamp_ms, -1)``: the offset
+    of a commit with no leader epoch, metadata or retention (an auto-commit's).
+
+    Why not the constructor: the simulator stores one per auto-commit, hundreds of
+    thousands per simulated hour, and a frozen dataclass's generated ``__init__`` sets each
+    field through ``object.__setattr__`` (1.7 µs here); setting the slots directly builds
+    the same object (equal, and every field set) in about half the time."""
+    offset: OffsetAndMetadata = _new(OffsetAndMetadata)
+    _set_offset(offset, committed_offset)
+    _set_epoch(offset, -1)
+    _set_metadata(offset, "")
+    _set_commit_time(offset, commit_timestamp_ms)
+    _set_expire(offset, -1)
+    return offset
 
 
 @dataclass(frozen=True, slots=True)

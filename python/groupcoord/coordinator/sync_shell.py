@@ -76,6 +76,12 @@ class SyncShell:
         """:meth:`GroupCoordinator.quiet_commit_offsets` with this shell's store."""
         return self.coordinator.quiet_commit_offsets(like, offsets, now_ms, self._write)
 
+    def store_taken_commits(
+        self, group_id: str, commits: list[tuple[int, list[tuple[TopicPartition, int]]]]
+    ) -> None:
+        """:meth:`GroupCoordinator.store_taken_commits` with this shell's store."""
+        self.coordinator.store_taken_commits(group_id, commits, self._write)
+
     def tick(self, now_ms: int) -> list[CoordinatorResponse]:
         return self._settle(self.coordinator.tick(now_ms), now_ms)
 
