@@ -770,7 +770,12 @@ class Engine:
         if coordinator is not self.coordinator or self._coordinator_wake != at:
             return  # stale
         self._coordinator_wake = None
-        self._coordinator_version += 1
+        due = coordinator.next_deadline()
+        if due is not None and due <= self.now:
+            # a tick acts on the deadlines due; with none due (a session that a heartbeat
+            # moved on since the wake was set) it only moves the coordinator's time, so
+            # the members known current stay known (the lane's fast path)
+            self._coordinator_version += 1
         self._route(self._shell.tick(self.now))
         self._schedule_coordinator()
 
