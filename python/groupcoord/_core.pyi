@@ -407,12 +407,16 @@ class LaneApp:
 @final
 class LaneSet:
     """The members in the simulator's processing lane and the queue of their events (their
-    heartbeats' and auto-commits' arrivals at the coordinator, their auto-commit checks),
-    handled in Rust as ``groupcoord.sim.engine.Engine``'s Python handlers handle them
-    (``_plane_heartbeat_arrives``, ``_plane_check``, ``_plane_commit_arrives``). The
-    coordinator is reached through the objects ``run`` is given. ``settings``:
-    (session.timeout.ms, max.poll.interval.ms, heartbeat.interval.ms); ``record_ms``: the
-    constant record time."""
+    heartbeats' and auto-commits' arrivals at the coordinator, their auto-commit checks,
+    their metadata refreshes), handled in Rust as ``groupcoord.sim.engine.Engine``'s Python
+    handlers handle them (``_plane_heartbeat_arrives``, ``_plane_check``,
+    ``_plane_commit_arrives``, ``_refresh_metadata``). The coordinator is reached through
+    the objects ``run`` is given. ``settings``: (session.timeout.ms, max.poll.interval.ms,
+    heartbeat.interval.ms); ``record_ms``: the constant record time."""
+
+    #: the engine's count of partition count changes: a member whose machine saw an older
+    #: one leaves the lane for its next metadata refresh
+    metadata_epoch: int
 
     def __new__(
         cls,
@@ -422,6 +426,7 @@ class LaneSet:
         record_ms: float,
         settings: tuple[int, int, int],
         max_poll_records: int,
+        metadata_max_age_ms: int,
     ) -> Self: ...
     def enter(
         self,
@@ -443,10 +448,14 @@ class LaneSet:
         instance_id: str | None,
         tps: list[Any],
         make_like: Callable[[dict[Any, int], None], Any],
+        metadata_at: int | None,
+        metadata_seen: int,
     ) -> int:
         """Put a member in the lane (``connection``: (up_seq, down_seq, down_last_ms));
-        its first heartbeat (sent at ``hb_due``) and its auto-commit's check (at
-        ``check_at``) are queued. Returns its slot."""
+        its first heartbeat (sent at ``hb_due``), its auto-commit's check (at
+        ``check_at``) and its next metadata refresh (at ``metadata_at``; its machine last
+        saw the partition counts of ``metadata_seen``, a ``metadata_epoch``) are queued.
+        Returns its slot."""
     def run(
         self,
         limit: tuple[int, int, int, int],
@@ -490,13 +499,15 @@ class LaneSet:
         tuple[int, int | None, int],
         list[int | None],
         Any,
+        int | None,
     ]:
         """The member's state, out of the lane (its queued events dropped): (application
         state and counts as ``LaneApp.take`` gives them, wake_at, timers, answers to read,
         (next_sent, next_arrival, next_up_seq, up_seq, down_seq, down_last_ms), the
         commit's plan (key, offsets by partition index, arrival, up_seq, answer, read,
         poll_before, applied), (check_at, last_commit_send, next_auto_commit_ms), the
-        offsets last committed by partition index, the request its commits are like).
+        offsets last committed by partition index, the request its commits are like, the
+        next metadata refresh).
         ``KeyError`` for a slot not in the lane."""
     def __len__(self) -> int: ...
 

@@ -129,49 +129,7 @@ pub fn run(
             }
             _ => break,
         };
-        if let Some(busy) = app.busy_until {
-            if t >= busy {
-                app.apply_batch(tally);
-                app.busy_until = None;
-            }
-        }
-        let due = timers.hb_sent.is_none() && t >= timers.hb_due;
-        if due && t != timers.hb_due {
-            return Err(Broken::MissedHeartbeat {
-                t,
-                due: timers.hb_due,
-            });
-        }
-        if due {
-            // sent with the application's poll, or by the heartbeat thread inside a batch
-            timers.hb_sent = Some(t);
-            timers.hb_sent_poll = app.busy_until.is_none();
-            timers.hb_poll_before = timers.last_poll;
-            timers.hb_due = t + settings.heartbeat_interval;
-            timers.last_hb_send = Some(t);
-        }
-        let at = match app.busy_until {
-            None => {
-                // the application polls
-                timers.last_poll = t;
-                app.poll_records(t, record_time)
-            }
-            Some(busy) => Some(busy),
-        };
-        let machine = deadline(timers, settings);
-        // `if at is None or deadline < at: at = deadline` (the Python loop)
-        let mut at = match at {
-            Some(at) if at <= machine => at,
-            _ => machine,
-        };
-        if at <= t {
-            at = t + 1; // as _set_wake does
-        }
-        // an answer's step leaves an earlier wake-up in place; one due now runs after it,
-        // and inside the batch it just started it only wakes at `at`
-        if !read || at < wake_at || (wake_at == t && app.busy_until.is_some()) {
-            wake_at = at;
-        }
+        wake_at = step(app, timers, settings, t, read, wake_at, record_time, tally)?;
         steps += 1;
     }
     Ok(Ran {
@@ -180,6 +138,86 @@ pub fn run(
         reads_done: done,
         commit_read,
     })
+}
+
+/// One step at `t`: finish the batch in hand if it is done, send the heartbeat that falls
+/// due now, poll (or, inside a batch, only the heartbeat thread wakes), and return the
+/// next wake-up. `read`: the step is an answer's read (or another event's, see
+/// [`extra_step`]), which leaves an earlier wake-up `wake_at` in place (`_set_wake`).
+#[allow(clippy::too_many_arguments)]
+fn step(
+    app: &mut AppLoop,
+    timers: &mut Timers,
+    settings: Settings,
+    t: i64,
+    read: bool,
+    mut wake_at: i64,
+    record_time: &mut impl RecordTime,
+    tally: &mut Tally,
+) -> Result<i64, Broken> {
+    if let Some(busy) = app.busy_until {
+        if t >= busy {
+            app.apply_batch(tally);
+            app.busy_until = None;
+        }
+    }
+    let due = timers.hb_sent.is_none() && t >= timers.hb_due;
+    if due && t != timers.hb_due {
+        return Err(Broken::MissedHeartbeat {
+            t,
+            due: timers.hb_due,
+        });
+    }
+    if due {
+        // sent with the application's poll, or by the heartbeat thread inside a batch
+        timers.hb_sent = Some(t);
+        timers.hb_sent_poll = app.busy_until.is_none();
+        timers.hb_poll_before = timers.last_poll;
+        timers.hb_due = t + settings.heartbeat_interval;
+        timers.last_hb_send = Some(t);
+    }
+    let at = match app.busy_until {
+        None => {
+            // the application polls
+            timers.last_poll = t;
+            app.poll_records(t, record_time)
+        }
+        Some(busy) => Some(busy),
+    };
+    let machine = deadline(timers, settings);
+    // `if at is None or deadline < at: at = deadline` (the Python loop)
+    let mut at = match at {
+        Some(at) if at <= machine => at,
+        _ => machine,
+    };
+    if at <= t {
+        at = t + 1; // as _set_wake does
+    }
+    // an answer's step leaves an earlier wake-up in place; one due now runs after it,
+    // and inside the batch it just started it only wakes at `at`
+    if !read || at < wake_at || (wake_at == t && app.busy_until.is_some()) {
+        wake_at = at;
+    }
+    Ok(wake_at)
+}
+
+/// A step at `t` that is no wake-up of the member's own (`Engine._refresh_metadata`'s
+/// `_step`: the member refreshed its metadata and its loop runs once), between its
+/// earlier steps and its next wake-up `wake_at` (`wake_at > t`). Returns the next
+/// wake-up: the earlier of `wake_at` and the one this step asks for (`_set_wake`).
+#[allow(clippy::too_many_arguments)]
+pub fn extra_step(
+    app: &mut AppLoop,
+    timers: &mut Timers,
+    settings: Settings,
+    t: i64,
+    wake_at: i64,
+    record_time: &mut impl RecordTime,
+    tally: &mut Tally,
+) -> Result<i64, Broken> {
+    debug_assert!(wake_at > t, "wake_at {wake_at} t {t}");
+    clear_of_timeouts(timers, settings, t)?;
+    step(app, timers, settings, t, true, wake_at, record_time, tally)
 }
 
 #[cfg(test)]

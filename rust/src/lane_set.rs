@@ -8,7 +8,10 @@
 //! Each handler is `Engine._plane_heartbeat_arrives`, `_plane_check` or
 //! `_plane_commit_arrives` written again, step for step, with the same arithmetic (the
 //! engine's Python handlers stay the reference, `Engine(native=False)`, and what the
-//! engine runs for a member whose state it took back, [`LaneSet::take`]).
+//! engine runs for a member whose state it took back, [`LaneSet::take`]). The member's
+//! metadata refreshes (`Engine._refresh_metadata`) are taken here too, where the refresh
+//! only runs the member's loop once (see [`LaneSet::metadata`]); the Python lane leaves
+//! for them, so their reference is the eager engine's handler itself.
 //!
 //! This module has no PyO3: `crate::bindings::lane_set` adapts it to Python.
 
@@ -22,6 +25,8 @@ use crate::lane_loop::{self, Broken, Read, Settings, Timers};
 pub const REQUEST: i64 = 6;
 pub const ANSWER: i64 = 7;
 pub const WAKE: i64 = 9;
+/// `_METADATA`
+pub const METADATA: i64 = 10;
 
 /// A queued event's key: (time, rank, process, sub-order), as the engine orders events.
 pub type Key = (i64, i64, i64, i64);
@@ -69,6 +74,11 @@ pub struct Lane {
     pub hb_token: u64,
     pub check_token: u64,
     pub commit_token: u64,
+    /// the next metadata refresh (`None`: none queued)
+    pub metadata_at: Option<i64>,
+    pub metadata_token: u64,
+    /// the [`LaneSet::metadata_epoch`] of the metadata the member's machine last saw
+    pub metadata_seen: u64,
     /// what the recorder counts of the records it processed
     pub tally: Tally,
 }
@@ -81,6 +91,8 @@ pub struct Config {
     pub auto_commit_interval_ms: i64,
     pub record_ms: f64,
     pub settings: Settings,
+    /// `metadata.max.age.ms`
+    pub metadata_max_age_ms: i64,
 }
 
 /// The coordinator as the lane reaches it. Each call is what the engine's handler asks.
@@ -116,6 +128,7 @@ enum Kind {
     Heartbeat,
     Check,
     Commit,
+    Metadata,
 }
 
 /// A queued event: its key, a counter that breaks ties, and what it is.
@@ -142,6 +155,9 @@ pub struct LaneSet {
     /// for a member that left is never live for one that takes its slot
     tokens: u64,
     pub counters: Counters,
+    /// the engine's count of partition count changes: a member whose machine saw an
+    /// older one refreshes its metadata in the engine (the refresh may start a rebalance)
+    pub metadata_epoch: u64,
 }
 
 /// A failed lane condition, with the member's place.
@@ -161,6 +177,7 @@ impl LaneSet {
             seq: 0,
             tokens: 0,
             counters: Counters::default(),
+            metadata_epoch: 0,
         }
     }
 
@@ -179,6 +196,9 @@ impl LaneSet {
         };
         self.queue_heartbeat(slot, hb_due);
         self.queue_check(slot, check_at);
+        if let Some(at) = self.lane_mut(slot).metadata_at {
+            self.queue_metadata(slot, at);
+        }
         slot
     }
 
@@ -214,6 +234,7 @@ impl LaneSet {
                         Kind::Heartbeat => lane.hb_token,
                         Kind::Check => lane.check_token,
                         Kind::Commit => lane.commit_token,
+                        Kind::Metadata => lane.metadata_token,
                     }
             }
         }
@@ -259,6 +280,17 @@ impl LaneSet {
         self.push(key, Kind::Check, slot, token);
     }
 
+    /// The member's next metadata refresh, at `at`.
+    fn queue_metadata(&mut self, slot: usize, at: i64) {
+        self.tokens += 1;
+        let token = self.tokens;
+        let lane = self.lane_mut(slot);
+        lane.metadata_at = Some(at);
+        lane.metadata_token = token;
+        let key = (at, METADATA, lane.pkey, 0);
+        self.push(key, Kind::Metadata, slot, token);
+    }
+
     /// Run the events whose keys come before `limit` (and whose times are at most `end`).
     pub fn run(
         &mut self,
@@ -284,6 +316,7 @@ impl LaneSet {
                 Kind::Heartbeat => self.heartbeat_arrives(slot, key, coordinator),
                 Kind::Check => self.check(slot, key)?,
                 Kind::Commit => self.commit_arrives(slot, key, coordinator),
+                Kind::Metadata => self.metadata(slot, key)?,
             };
             if let Some(stop) = stop {
                 if let Stop::Declined { .. } = stop {
@@ -493,6 +526,45 @@ impl LaneSet {
         Ok(None)
     }
 
+    /// `Engine._refresh_metadata` of a member in the lane: with no partition count changed
+    /// since its machine last looked, `set_metadata` changes nothing, and the refresh only
+    /// runs the member's loop once now (`_step`) and queues the next refresh. That step
+    /// is the lane's own (its steps before now run first): inside a batch the heartbeat
+    /// thread finds nothing due; idle, the application polls (the poll timer restarts and
+    /// the turn moves on) and the earlier wake-up stays. Declined (the engine takes the
+    /// member back and runs the refresh) when a partition count changed, or when this
+    /// poll would be the one that sends the due auto-commit (an unapplied plan, or one
+    /// due with no check run yet): the lane decided on another poll for it.
+    fn metadata(&mut self, slot: usize, key: Key) -> Result<Option<Stop>, LaneBroken> {
+        let now = key.0;
+        if self.lane_mut(slot).metadata_seen != self.metadata_epoch {
+            return Ok(Some(Stop::Declined { slot, key }));
+        }
+        self.catch_up(slot, key)?;
+        self.commit_passed(slot, key);
+        let (record_ms, settings) = (self.config.record_ms, self.config.settings);
+        let lane = self.lane_mut(slot);
+        if lane.commit.as_ref().is_some_and(|plan| !plan.applied) || lane.next_auto_commit_ms <= now
+        {
+            return Ok(Some(Stop::Declined { slot, key }));
+        }
+        let pkey = lane.pkey;
+        lane.wake_at = lane_loop::extra_step(
+            &mut lane.app,
+            &mut lane.timers,
+            settings,
+            now,
+            lane.wake_at,
+            &mut || record_ms,
+            &mut lane.tally,
+        )
+        .map_err(|broken| LaneBroken { pkey, broken })?;
+        self.counters.steps += 1;
+        let age = self.config.metadata_max_age_ms;
+        self.queue_metadata(slot, now + age);
+        Ok(None)
+    }
+
     /// `_plane_commit_arrives`.
     fn commit_arrives(
         &mut self,
@@ -576,6 +648,7 @@ mod tests {
             auto_commit_interval_ms: 5_000,
             record_ms,
             settings: SETTINGS,
+            metadata_max_age_ms: 300_000,
         }
     }
 
@@ -619,12 +692,63 @@ mod tests {
             hb_token: 0,
             check_token: 0,
             commit_token: 0,
+            metadata_at: None,
+            metadata_token: 0,
+            metadata_seen: 0,
             tally: Tally::default(),
         }
     }
 
     fn end_key(t: i64) -> Key {
         (t + 1, 0, 0, 0)
+    }
+
+    #[test]
+    fn a_metadata_refresh_polls_once_in_the_lane_unless_counts_changed_or_a_commit_waits() {
+        // 10 records/s, 1 ms each: idle at 2,500 (record 24 arrives at 2,500: its batch
+        // ended at 2,501), so the refresh at 2,550 is a poll of its own
+        let mut lane = member(1 << 16, 10.0);
+        lane.metadata_at = Some(2_550);
+        let mut set = LaneSet::new(config(2.0, 1.0));
+        let slot = set.enter(lane, 3_000, 5_000);
+        let mut coordinator = Recorded::default();
+        let stop = set.run(end_key(2_560), 2_560, &mut coordinator).unwrap();
+        assert_eq!(stop, Stop::Done);
+        let lane = set.lane(slot).unwrap();
+        assert_eq!(lane.timers.last_poll, 2_550, "the refresh's loop polled");
+        assert_eq!(lane.wake_at, 2_600, "the next record's wake-up stays");
+        assert_eq!(
+            lane.metadata_at,
+            Some(302_550),
+            "the next refresh is queued"
+        );
+        // the next one, after a partition count changed: the engine's
+        set.metadata_epoch = 1;
+        let stop = set.run(end_key(400_000), 400_000, &mut coordinator);
+        let key = (302_550, METADATA, 1 << 16, 0);
+        assert_eq!(stop, Ok(Stop::Declined { slot, key }));
+
+        // a refresh between an auto-commit's check (due at 150, inside the batch of record
+        // 0, 100-160) and the poll it planned for the commit (the batch's end): the
+        // engine's, which gives the commit to the refresh's poll
+        let mut lane = member(1 << 16, 10.0);
+        lane.metadata_at = Some(155);
+        lane.next_auto_commit_ms = 150;
+        let mut set = LaneSet::new(config(2.0, 60.0));
+        let slot = set.enter(lane, 3_000, 150);
+        let stop = set.run(end_key(10_000), 10_000, &mut Recorded::default());
+        let key = (155, METADATA, 1 << 16, 0);
+        assert_eq!(stop, Ok(Stop::Declined { slot, key }));
+        let lane = set.take(slot).unwrap();
+        assert_eq!(
+            lane.metadata_at,
+            Some(155),
+            "given back with the refresh due"
+        );
+        assert_eq!(lane.app.busy_until, Some(160));
+        assert!(lane
+            .commit
+            .is_some_and(|plan| !plan.applied && plan.key == (160, WAKE, 0)));
     }
 
     #[test]
@@ -693,31 +817,41 @@ mod tests {
         /// run to the end.
         #[test]
         fn running_in_pieces_is_running_once(
-            members in prop::collection::vec((1.0f64..200.0, 1i64..3_000, 1i64..5_000), 1..4),
+            members in prop::collection::vec((1.0f64..200.0, 1i64..3_000, 1i64..5_000, 1i64..20_000), 1..4),
             latency in 0.5f64..40.0,
             record_ms in 0.0f64..20.0,
             cuts in prop::collection::vec(0i64..30_000, 0..6),
         ) {
             let build = || {
                 let mut set = LaneSet::new(config(latency, record_ms));
-                for (i, &(rate, hb_due, check_at)) in members.iter().enumerate() {
+                set.config.metadata_max_age_ms = 2_000;
+                for (i, &(rate, hb_due, check_at, metadata_at)) in members.iter().enumerate() {
                     let mut lane = member(i as i64, rate);
                     lane.timers.hb_due = hb_due;
+                    lane.metadata_at = Some(metadata_at);
                     set.enter(lane, hb_due, check_at);
                 }
                 set
             };
             let mut once = build();
             let mut whole = Recorded::default();
-            prop_assert_eq!(once.run(end_key(30_000), 30_000, &mut whole).unwrap(), Stop::Done);
+            // (a metadata refresh the lane declines stops both at the same event)
+            let whole_stop = once.run(end_key(30_000), 30_000, &mut whole).unwrap();
             let mut pieces = build();
             let mut parts = Recorded::default();
             let mut cuts = cuts.clone();
             cuts.sort_unstable();
+            let mut stop = Stop::Done;
             for cut in cuts {
-                prop_assert_eq!(pieces.run((cut, 0, 0, 0), 30_000, &mut parts).unwrap(), Stop::Done);
+                stop = pieces.run((cut, 0, 0, 0), 30_000, &mut parts).unwrap();
+                if stop != Stop::Done {
+                    break;
+                }
             }
-            pieces.run(end_key(30_000), 30_000, &mut parts).unwrap();
+            if stop == Stop::Done {
+                stop = pieces.run(end_key(30_000), 30_000, &mut parts).unwrap();
+            }
+            prop_assert_eq!(stop, whole_stop);
             prop_assert_eq!(&parts.heartbeats, &whole.heartbeats);
             prop_assert_eq!(&parts.commits, &whole.commits);
             prop_assert_eq!(pieces.counters, once.counters);

@@ -12,7 +12,9 @@ from engine_paths import draw_timeline, engine_counts, same_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import groupcoord.sim
 from groupcoord.sim import Scenario, SimResult, run
+from groupcoord.sim.engine import Engine
 from groupcoord.sim.invariants import InvariantViolation
 
 
@@ -152,3 +154,47 @@ def test_the_lane_takes_only_what_it_can_keep_clear_of_timeouts() -> None:
             lane = run(scenario, 5)
         assert counts[0] == (0, 0, 0), overrides
         same_outputs(lane, run(scenario, 5, lazy=False))
+
+
+@pytest.mark.parametrize("partitions_change", [False, True], ids=["same-counts", "counts-change"])
+def test_metadata_refreshes_stay_in_the_lane_until_a_partition_count_changes(
+    partitions_change: bool,
+) -> None:
+    """A lane member's metadata refresh (every 2 s here) runs its loop once, in the lane:
+    the engine's own handler runs for almost none of them, and members do not leave the
+    lane for them. A partition count change is the engine's: each member leaves at its
+    next refresh, and the leader's starts the rebalance. The outputs stay the reference
+    engine's (which runs every refresh) and the Python lane's."""
+    # (every 2 s, 6 members, 120 s: 360 refreshes)
+    timeline = (
+        [{"at_s": 60, "action": "partitions", "topic": "t", "count": 9}]
+        if partitions_change
+        else []
+    )
+    scenario = _group(**{"consumer.metadata_max_age_ms": 2_000, "timeline": timeline})
+    handled: list[int] = []
+    entries: list[int] = []
+
+    class Counting(Engine):
+        def _refresh_metadata(self, process: Any, token: int) -> None:
+            if token == process.metadata_token:
+                handled.append(self.now)
+            super()._refresh_metadata(process, token)
+
+        def run(self) -> Any:
+            recorder = super().run()
+            entries.append(self.plane_entries)
+            return recorder
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groupcoord.sim, "Engine", Counting)
+        lane = run(scenario, 3, check_invariants=True)
+    # (the members enter the lane some seconds after the first rebalance)
+    later = [t for t in handled if t >= 20_000 and not 60_000 <= t < 64_000]
+    assert len(later) < 6 * 100_000 // 2_000 // 20, later
+    assert entries[0] < 6 + 10 + (20 if partitions_change else 0), entries
+    if partitions_change:
+        assert lane.summary["rebalances"] >= 2
+        assert any(60_000 <= t < 63_000 for t in handled), handled  # each next refresh
+    same_outputs(lane, run(scenario, 3, check_invariants=True, lazy=False))
+    same_outputs(lane, run(scenario, 3, check_invariants=True, native=False))

@@ -467,6 +467,12 @@ class Process:
     committed_positions: dict[TopicPartition, int] = field(default_factory=dict)
     rr: int = 0
     poll_expired_seen: bool = False
+    #: the next metadata refresh queued (its event is live while its token is the
+    #: process's: the LaneSet takes the refreshes of the members in it)
+    metadata_at: int | None = None
+    metadata_token: int = 0
+    #: the engine's ``_metadata_epoch`` when the machine last got the partition counts
+    metadata_epoch: int = 0
 
     @property
     def running(self) -> bool:
@@ -518,6 +524,8 @@ class Engine:
         protocol = choose_protocol([ASSIGNORS[n]() for n in g.assignors])
         self.recorder = Recorder(eager=protocol is RebalanceProtocol.EAGER)
         self.partitions_per_topic: dict[str, int] = dict(g.topics)
+        #: bumped whenever a partition count changes (see ``Process.metadata_epoch``)
+        self._metadata_epoch = 0
         rate = scenario.workload.records_per_second_per_partition
         self.streams: dict[TopicPartition, PartitionStream] = {}
         self._add_partitions(self.partitions_per_topic, rate)
@@ -604,6 +612,7 @@ class Engine:
                 self._record_ms,
                 self._plane_settings,
                 c.max_poll_records,
+                c.metadata_max_age_ms,
             )
         #: a LaneSet slot -> its process
         self._lane_procs: dict[int, Process] = {}
@@ -920,6 +929,7 @@ class Engine:
             self._member_config(name, number), correlation_ids=self._correlations
         )
         machine.set_metadata(self.partitions_per_topic, self.now)
+        metadata_epoch = self._metadata_epoch
         stream_seed = f"{self.seed}:{name}:{incarnation}"
         process = Process(
             name=name,
@@ -936,16 +946,10 @@ class Engine:
         assert incarnation <= _INCARNATION_MASK and number < 1 << 23, (number, incarnation)
         process.key = (number << _INCARNATION_BITS) | incarnation
         process.next_auto_commit_ms = self.now + self.scenario.consumer.auto_commit_interval_ms
+        process.metadata_epoch = metadata_epoch
         self.processes[name] = process
         self.recorder.event(self.now, "member_started", name, detail=f"incarnation {incarnation}")
-        self._push(
-            self.now + self.scenario.consumer.metadata_max_age_ms,
-            _METADATA,
-            process.key,
-            0,
-            self._refresh_metadata,
-            (process,),
-        )
+        self._push_metadata(process, self.now + self.scenario.consumer.metadata_max_age_ms)
         self._step(process)
         return process
 
@@ -1821,7 +1825,11 @@ class Engine:
                     lane.instance_id,
                     tps,
                     machine.quiet_commit_request,
+                    process.metadata_at,
+                    process.metadata_epoch,
                 )
+                # (the refresh queued here is the LaneSet's now)
+                process.metadata_token += 1
                 lane.native_slot, lane.native_held, lane.native_tps = slot, held, tps
                 self._lane_procs[slot] = process
                 return True
@@ -1848,7 +1856,10 @@ class Engine:
             (lane.check_at, lane.last_commit_send, process.next_auto_commit_ms),
             committed,
             lane.commit_like,
+            metadata_at,
         ) = lanes.take(slot)
+        if metadata_at is not None:
+            self._push_metadata(process, metadata_at)
         self._native_app_store(process, lane.native_held, state, counts)
         lane.timers = timers
         lane.reads = reads
@@ -3099,22 +3110,26 @@ class Engine:
 
     # ------------------------------------------------------------------ metadata
 
-    def _refresh_metadata(self, process: Process) -> None:
+    def _push_metadata(self, process: Process, at: int) -> None:
+        """Queue the process's next metadata refresh at ``at``."""
+        process.metadata_at = at
+        process.metadata_token += 1
+        self._push(
+            at, _METADATA, process.key, 0, self._refresh_metadata, (process, process.metadata_token)
+        )
+
+    def _refresh_metadata(self, process: Process, token: int) -> None:
+        if token != process.metadata_token:
+            return  # the LaneSet took it (the member entered the lane since)
         if process.lazy_until is not None or process.lane is not None:
             self._touch(process)
         if not process.alive:
             return
-        self._push(
-            self.now + self.scenario.consumer.metadata_max_age_ms,
-            _METADATA,
-            process.key,
-            0,
-            self._refresh_metadata,
-            (process,),
-        )
+        self._push_metadata(process, self.now + self.scenario.consumer.metadata_max_age_ms)
         if process.paused_until is not None or process.closing:
             return
         process.machine.set_metadata(self.partitions_per_topic, self.now)
+        process.metadata_epoch = self._metadata_epoch
         if self.thread or process.busy_until is None:
             self._step(process)
 
@@ -3159,6 +3174,9 @@ class Engine:
         elif action == "partitions":
             assert event.topic is not None
             self.partitions_per_topic[event.topic] = event.count
+            self._metadata_epoch += 1
+            if self._lanes is not None:
+                self._lanes.metadata_epoch = self._metadata_epoch
             self._add_partitions({event.topic: event.count}, self._rate)
             self.recorder.event(
                 self.now, "partitions_changed", topic=event.topic, partitions=event.count

@@ -39,6 +39,7 @@ type TakenOut = (
     (i64, Option<i64>, i64),
     Vec<Option<i64>>,
     Option<Py<PyAny>>,
+    Option<i64>,
 );
 
 /// What the coordinator's quiet calls name of one member.
@@ -336,6 +337,7 @@ impl LaneSetPy {
         record_ms: f64,
         settings: (i64, i64, i64),
         max_poll_records: i64,
+        metadata_max_age_ms: i64,
     ) -> Self {
         Self {
             set: LaneSet::new(Config {
@@ -347,6 +349,7 @@ impl LaneSetPy {
                     max_poll_interval: settings.1,
                     heartbeat_interval: settings.2,
                 },
+                metadata_max_age_ms,
             }),
             members: Vec::new(),
             count: 0,
@@ -359,7 +362,7 @@ impl LaneSetPy {
     /// Put a member in the lane; its first heartbeat (sent at `hb_due`) and its
     /// auto-commit's check (at `check_at`) are queued. Returns its slot.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (pkey, partitions, batch, rr, busy_until, wake_at, timers, connection, next_auto_commit_ms, committed, idle_positions, hb_due, check_at, member_id, generation, instance_id, tps, make_like))]
+    #[pyo3(signature = (pkey, partitions, batch, rr, busy_until, wake_at, timers, connection, next_auto_commit_ms, committed, idle_positions, hb_due, check_at, member_id, generation, instance_id, tps, make_like, metadata_at, metadata_seen))]
     fn enter(
         &mut self,
         pkey: i64,
@@ -380,6 +383,8 @@ impl LaneSetPy {
         instance_id: Py<PyAny>,
         tps: Vec<Py<PyAny>>,
         make_like: Py<PyAny>,
+        metadata_at: Option<i64>,
+        metadata_seen: u64,
     ) -> PyResult<usize> {
         let count = partitions.len();
         if committed.len() != count || idle_positions.len() != count || tps.len() != count {
@@ -410,6 +415,9 @@ impl LaneSetPy {
             hb_token: 0,
             check_token: 0,
             commit_token: 0,
+            metadata_at,
+            metadata_token: 0,
+            metadata_seen,
             tally: Default::default(),
         };
         let slot = self.set.enter(lane, hb_due, check_at);
@@ -538,7 +546,20 @@ impl LaneSetPy {
             ),
             lane.committed,
             member.and_then(|m| m.like),
+            lane.metadata_at,
         ))
+    }
+
+    /// The engine's count of partition count changes (a member whose machine saw an older
+    /// one leaves the lane for its next metadata refresh).
+    #[getter]
+    fn metadata_epoch(&self) -> u64 {
+        self.set.metadata_epoch
+    }
+
+    #[setter]
+    fn set_metadata_epoch(&mut self, epoch: u64) {
+        self.set.metadata_epoch = epoch;
     }
 
     /// How many members are in the lane.
