@@ -20,6 +20,7 @@ use std::collections::BinaryHeap;
 
 use crate::app_loop::{AppLoop, Tally};
 use crate::lane_loop::{self, Broken, Read, Settings, Timers};
+use crate::whole_ms;
 
 /// The engine's ranks of simultaneous events (`_REQUEST`, `_ANSWER`, `_WAKE`).
 pub const REQUEST: i64 = 6;
@@ -259,7 +260,7 @@ impl LaneSet {
         let lane = self.lane_mut(slot);
         lane.up_seq += 1;
         lane.next_sent = sent;
-        lane.next_arrival = (sent as f64 + latency).ceil() as i64;
+        lane.next_arrival = whole_ms::ceil(sent as f64 + latency);
         lane.next_up_seq = lane.up_seq;
         lane.hb_token = token;
         let (key, token) = (
@@ -336,7 +337,7 @@ impl LaneSet {
         let arrival = (now as f64 + latency).max(lane.down_last_ms);
         lane.down_last_ms = arrival;
         lane.down_seq += 1;
-        let answered = arrival.ceil() as i64;
+        let answered = whole_ms::ceil(arrival);
         lane.reads.push((answered, lane.down_seq, heartbeat));
         answered
     }
@@ -500,7 +501,7 @@ impl LaneSet {
         };
         if !offsets.is_empty() {
             plan.offsets = Some(offsets);
-            plan.arrival = (at as f64 + latency).ceil() as i64;
+            plan.arrival = whole_ms::ceil(at as f64 + latency);
             let same_poll = lane.timers.hb_sent.is_none() && lane.next_sent == at;
             if same_poll {
                 // the heartbeat due at the same poll is sent after the commit

@@ -10,6 +10,7 @@ pub mod lane_loop;
 pub mod lane_set;
 mod prefetch;
 pub mod timer;
+pub mod whole_ms;
 
 use pyo3::prelude::*;
 

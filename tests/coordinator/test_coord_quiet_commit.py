@@ -29,6 +29,7 @@ from groupcoord.coordinator import (
     OffsetCommitRequestTopic,
 )
 from groupcoord.coordinator.commits import quiet_commit_answer
+from groupcoord.coordinator.offsets import OffsetsRecord, committed_at
 from groupcoord.types import TopicPartition
 
 CONFIG = {
@@ -199,7 +200,7 @@ class TakenTwin(OffsetsTwin):
         #: what a lane member's commits share (see ``shape``) -> (version, expiry handle,
         #: session timeout)
         self.known: dict[tuple[Any, ...], tuple[int, int, int]] = {}
-        self.taken: list[tuple[int, list[tuple[TopicPartition, int]]]] = []
+        self.taken: list[OffsetsRecord] = []
         self.taken_here = 0
 
     def hand_over(self) -> None:
@@ -227,7 +228,11 @@ class TakenTwin(OffsetsTwin):
         ):
             _, handle, session = known
             expiry.heartbeat_handle(handle, self.b.now, session)
-            self.taken.append((self.b.now, offsets))
+            # the record quiet_commit_offsets writes
+            now = self.b.now
+            self.taken.append(
+                OffsetsRecord(GROUP, {tp: committed_at(o, now) for tp, o in sorted(offsets)})
+            )
             self.taken_here += 1
             return quiet_commit_answer(request, True)
         self.hand_over()

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import groupcoord.sim
+from groupcoord.coordinator.offsets import OffsetAndMetadata
 from groupcoord.sim import Scenario, SimResult, run
 from groupcoord.sim.engine import Engine
 from groupcoord.sim.invariants import InvariantViolation
@@ -198,3 +199,32 @@ def test_metadata_refreshes_stay_in_the_lane_until_a_partition_count_changes(
         assert any(60_000 <= t < 63_000 for t in handled), handled  # each next refresh
     same_outputs(lane, run(scenario, 3, check_invariants=True, lazy=False))
     same_outputs(lane, run(scenario, 3, check_invariants=True, native=False))
+
+
+@pytest.mark.parametrize("topics", [{"t": 6}, {"b": 4, "a": 8}], ids=["one-topic", "two-topics"])
+def test_the_lane_stores_what_the_reference_engine_stores(topics: dict[str, int]) -> None:
+    """The commits the LaneSet takes are stored as records it builds itself (without the
+    classes' ``__init__``): the store and the coordinator end with the offsets, records
+    and batch numbering of the reference engine, whose every commit goes through
+    ``handle``; with two topics a member's commit names its partitions sorted."""
+    scenario = _group(group={"members": 3, "topics": topics})
+    engines = []
+    for kw in ({}, {"native": False}, {"lazy": False}):
+        engine = Engine(scenario, 3, **kw)
+        engine.run()
+        engines.append(engine)
+    native, python_lane, reference = engines
+    assert native.plane_commits > 50  # taken in the LaneSet
+    for other in (python_lane, reference):
+        assert native.store.load() == other.store.load()
+        assert native.store.commits == other.store.commits
+        assert native.coordinator is not None and other.coordinator is not None
+        group = scenario.group.group_id
+        a, b = (
+            native.coordinator.committed_offsets(group),
+            other.coordinator.committed_offsets(group),
+        )
+        assert a == b and list(a) == list(b)
+    stored = native.store.load().offsets[scenario.group.group_id]
+    assert {type(o) for o in stored.values()} == {OffsetAndMetadata}
+    assert len(stored) == sum(topics.values())

@@ -16,7 +16,7 @@ memory (only persisted offsets, as Kafka reads its last committed state).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache, partial
 
 from groupcoord.coordinator.consumer_group import ConsumerGroup
@@ -377,20 +377,20 @@ def quiet_commit_offsets(
 def store_taken_commits(
     rb: Rebalancer,
     group_id: str,
-    commits: list[tuple[int, list[tuple[TopicPartition, int]]]],
+    records: Sequence[OffsetsRecord],
     write: Callable[[tuple[StoreRecord, ...]], bool],
 ) -> None:
-    """Store commits that were taken already, in order: each ``(now, [(partition, offset),
-    ...])`` a commit :func:`quiet_commit_offsets` took at ``now`` from a current member of
-    the Stable classic group ``group_id``, whose member's session the caller refreshed then
-    (by its expiry handle) and whose record it is handing over now, with nothing else
-    reaching the coordinator in between. Each commit's record is the one
-    :func:`quiet_commit_offsets` would have written at its time; they go to ``write`` in one
-    batch, then into the group's offsets, and time moves to the last commit's.
+    """Store commits that were taken already, in order: each of ``records`` the record
+    :func:`quiet_commit_offsets` wrote for a commit it took from a current member of the
+    Stable classic group ``group_id`` (its offsets :func:`offsets.committed_at` the commit's
+    time, its partitions sorted), whose member's session the caller refreshed at that
+    time (by its expiry handle), with nothing else reaching the coordinator since. They go
+    to ``write`` in one batch, then into the group's offsets, and time moves to the last
+    commit's.
 
     Why: the simulator's processing lane (``groupcoord._core.LaneSet``) takes a known
-    member's auto-commit without a call into Python and hands its records over before any
-    Python code runs again, so nothing can tell that they were stored later. Only for a
+    member's auto-commit without a call into Python and hands its record over before any
+    Python code runs again, so nothing can tell that it was stored later. Only for a
     group whose committed offsets cannot expire while it has members (a classic consumer
     group: ``arm_after_commit`` would arm nothing); ``RuntimeError`` for anything else, or a
     failed write, since the commits were answered already."""
@@ -400,15 +400,6 @@ def store_taken_commits(
             f"group {group_id!r}: taken commits to store, but the group is not a Stable "
             "classic consumer group"
         )
-    records: list[OffsetsRecord] = []
-    append = records.append
-    for now, offsets in commits:
-        if len(offsets) == 1:
-            tp, offset = offsets[0]
-            stored = {tp: committed_at(offset, now)}
-        else:  # in the order quiet_commit_offsets stores them
-            stored = {tp: committed_at(offset, now) for tp, offset in sorted(offsets)}
-        append(OffsetsRecord(group_id, stored))
     if not records:
         return
     if not write(tuple(records)):
@@ -416,7 +407,7 @@ def store_taken_commits(
     update = group.offsets.update
     for record in records:
         update(record.offsets)
-    last = commits[-1][0]
+    last = next(iter(records[-1].offsets.values())).commit_timestamp_ms
     if last > rb.now:
         rb.now = last
 

@@ -25,7 +25,7 @@ import itertools
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -82,7 +82,12 @@ from groupcoord.coordinator.messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.offset_delete import handle_offset_delete
-from groupcoord.coordinator.offsets import OffsetAndMetadata, StoredState, StoreRecord
+from groupcoord.coordinator.offsets import (
+    OffsetAndMetadata,
+    OffsetsRecord,
+    StoredState,
+    StoreRecord,
+)
 from groupcoord.coordinator.output import CoordinatorRequest, Output, WriteBatch
 from groupcoord.coordinator.rebalance import MemberIdFactory, OnPersisted, Rebalancer
 from groupcoord.coordinator.retention import arm_loaded_groups, on_retention_deadline
@@ -353,21 +358,21 @@ class GroupCoordinator:
     def store_taken_commits(
         self,
         group_id: str,
-        commits: list[tuple[int, list[tuple[TopicPartition, int]]]],
+        records: Sequence[OffsetsRecord],
         write: Callable[[tuple[StoreRecord, ...]], bool],
     ) -> None:
-        """Store commits that :meth:`quiet_commit_offsets` would have taken at their times
-        (``(now, [(partition, offset), ...])`` each, in order), with nothing else reaching
-        the coordinator since the first: their members' sessions were refreshed at those
-        times through :attr:`member_expiry`, by handle (see
+        """Store the records of commits that :meth:`quiet_commit_offsets` would have taken
+        at their times (one record each, as it writes them, in order), with nothing else
+        reaching the coordinator since the first: their members' sessions were refreshed
+        at those times through :attr:`member_expiry`, by handle (see
         ``commits.store_taken_commits``). Each takes the batch number its own
         :meth:`quiet_commit_offsets` would have. For the simulator's processing lane."""
         if self._in_flight:
             raise RuntimeError("taken commits to store while records wait for their report")
         batch_ids = self._batch_ids
-        for _ in commits:
+        for _ in records:
             next(batch_ids)
-        store_taken_commits(self._rb, group_id, commits, write)
+        store_taken_commits(self._rb, group_id, records, write)
 
     def _quiet_persist(
         self, now_ms: int, write: Callable[[tuple[StoreRecord, ...]], bool]

@@ -12,14 +12,20 @@ instead (:mod:`groupcoord.server.persistence`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import MemberListener, RebalanceListener
 from groupcoord.coordinator.listeners import Listeners
 from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
-from groupcoord.coordinator.offsets import MemoryOffsetStore, OffsetStore, StoreError, StoreRecord
+from groupcoord.coordinator.offsets import (
+    MemoryOffsetStore,
+    OffsetsRecord,
+    OffsetStore,
+    StoreError,
+    StoreRecord,
+)
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 from groupcoord.coordinator.rebalance import MemberIdFactory
 from groupcoord.coordinator.topics import TopicMetadata, TopicView
@@ -76,11 +82,9 @@ class SyncShell:
         """:meth:`GroupCoordinator.quiet_commit_offsets` with this shell's store."""
         return self.coordinator.quiet_commit_offsets(like, offsets, now_ms, self._write)
 
-    def store_taken_commits(
-        self, group_id: str, commits: list[tuple[int, list[tuple[TopicPartition, int]]]]
-    ) -> None:
+    def store_taken_commits(self, group_id: str, records: Sequence[OffsetsRecord]) -> None:
         """:meth:`GroupCoordinator.store_taken_commits` with this shell's store."""
-        self.coordinator.store_taken_commits(group_id, commits, self._write)
+        self.coordinator.store_taken_commits(group_id, records, self._write)
 
     def tick(self, now_ms: int) -> list[CoordinatorResponse]:
         return self._settle(self.coordinator.tick(now_ms), now_ms)

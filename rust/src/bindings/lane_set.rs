@@ -6,10 +6,11 @@
 use pyo3::exceptions::{PyKeyError, PyRuntimeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 
 use super::app_loop::{app_state, build_app, counts, AppState, Counts, PartitionIn, SegmentInOut};
 use super::lane_loop::{from_timers, lane_error, to_timers, TimersInOut};
+use super::offset_records::OffsetRecords;
 use super::timer::MemberExpiryPy;
 use crate::lane_loop::{Read, Settings};
 use crate::lane_set::{Config, Coordinator, Key, Lane, LaneSet, Plan, Stop};
@@ -49,6 +50,8 @@ struct Member {
     instance_id: Py<PyAny>,
     /// the member's partitions (`TopicPartition`s), in its order
     tps: Vec<Py<PyAny>>,
+    /// each partition's place when they are sorted (a commit stores them sorted)
+    rank: Vec<usize>,
     /// the request its commits are like, made at the first commit (`make_like(offsets)`)
     like: Option<Py<PyAny>>,
     make_like: Py<PyAny>,
@@ -92,6 +95,7 @@ pub struct LaneSetPy {
     max_poll_records: i64,
     /// empty between calls of `run`; kept for its capacity
     taken: Taken,
+    records: OffsetRecords,
 }
 
 /// The engine's coordinator behind [`Coordinator`]: the first Python error is kept (the
@@ -104,6 +108,7 @@ struct PyCoordinator<'a, 'py> {
     members: &'a mut [Option<Member>],
     group_id: &'a Py<PyAny>,
     taken: &'a mut Taken,
+    records: &'a OffsetRecords,
     /// the last commit was taken here: it moved no deadline but its member's session
     last_commit_taken_here: bool,
     /// the coordinator's member expiry table, and the version of the coordinator's state
@@ -136,29 +141,25 @@ impl PyCoordinator<'_, '_> {
             return Ok(());
         }
         let py = self.py;
-        let commits = PyList::empty(py);
+        let group_id = self.group_id.bind(py);
+        let records = PyList::empty(py);
         for &(now, slot, start, end) in &self.taken.commits {
             let member = self.members[slot]
                 .as_ref()
                 .expect("a taken commit's member is in the lane");
-            let offsets = PyList::empty(py);
-            for &(i, offset) in &self.taken.parts[start..end] {
-                offsets.append(PyTuple::new(
-                    py,
-                    [
-                        member.tps[i].bind(py).clone(),
-                        offset.into_pyobject(py)?.into_any(),
-                    ],
-                )?)?;
+            let parts = &mut self.taken.parts[start..end];
+            if parts.len() > 1 {
+                parts.sort_unstable_by_key(|&(i, _)| member.rank[i]);
             }
-            commits.append((now, offsets))?;
+            let offsets = parts
+                .iter()
+                .map(|&(i, offset)| (member.tps[i].bind(py).clone(), offset));
+            records.append(self.records.record(group_id, offsets, now)?)?;
         }
         self.taken.commits.clear();
         self.taken.parts.clear();
-        self.shell.call_method1(
-            intern!(py, "store_taken_commits"),
-            (self.group_id.bind(py), commits),
-        )?;
+        self.shell
+            .call_method1(intern!(py, "store_taken_commits"), (group_id, records))?;
         Ok(())
     }
 
@@ -330,7 +331,9 @@ impl LaneSetPy {
     /// max_poll_records)`: `settings` is (session.timeout.ms, max.poll.interval.ms,
     /// heartbeat.interval.ms); `record_ms` the constant record time.
     #[new]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         group_id: Py<PyAny>,
         latency_ms: f64,
         auto_commit_interval_ms: i64,
@@ -338,8 +341,8 @@ impl LaneSetPy {
         settings: (i64, i64, i64),
         max_poll_records: i64,
         metadata_max_age_ms: i64,
-    ) -> Self {
-        Self {
+    ) -> PyResult<Self> {
+        Ok(Self {
             set: LaneSet::new(Config {
                 latency_ms,
                 auto_commit_interval_ms,
@@ -356,7 +359,8 @@ impl LaneSetPy {
             group_id,
             max_poll_records,
             taken: Taken::default(),
-        }
+            records: OffsetRecords::new(py)?,
+        })
     }
 
     /// Put a member in the lane; its first heartbeat (sent at `hb_due`) and its
@@ -365,6 +369,7 @@ impl LaneSetPy {
     #[pyo3(signature = (pkey, partitions, batch, rr, busy_until, wake_at, timers, connection, next_auto_commit_ms, committed, idle_positions, hb_due, check_at, member_id, generation, instance_id, tps, make_like, metadata_at, metadata_seen))]
     fn enter(
         &mut self,
+        py: Python<'_>,
         pkey: i64,
         partitions: Vec<PartitionIn>,
         batch: Vec<SegmentInOut>,
@@ -420,12 +425,14 @@ impl LaneSetPy {
             metadata_seen,
             tally: Default::default(),
         };
+        let rank = sorted_places(py, &tps)?;
         let slot = self.set.enter(lane, hb_due, check_at);
         let member = Member {
             member_id,
             generation,
             instance_id,
             tps,
+            rank,
             like: None,
             make_like,
             known_in: None,
@@ -471,6 +478,7 @@ impl LaneSetPy {
             members: &mut self.members,
             group_id: &self.group_id,
             taken: &mut self.taken,
+            records: &self.records,
             last_commit_taken_here: false,
             expiry: expiry.cast::<MemberExpiryPy>().ok().cloned(),
             version,
@@ -566,4 +574,23 @@ impl LaneSetPy {
     fn __len__(&self) -> usize {
         self.count
     }
+}
+
+/// Each item's place in `items` sorted with Python's `<` (an insertion sort: a member
+/// holds a few partitions).
+fn sorted_places(py: Python<'_>, items: &[Py<PyAny>]) -> PyResult<Vec<usize>> {
+    let mut order: Vec<usize> = Vec::with_capacity(items.len());
+    for i in 0..items.len() {
+        let item = items[i].bind(py);
+        let mut at = order.len();
+        while at > 0 && item.lt(items[order[at - 1]].bind(py))? {
+            at -= 1;
+        }
+        order.insert(at, i);
+    }
+    let mut rank = vec![0; items.len()];
+    for (place, &i) in order.iter().enumerate() {
+        rank[i] = place;
+    }
+    Ok(rank)
 }

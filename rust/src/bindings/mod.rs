@@ -10,6 +10,7 @@ mod errors;
 mod group_memo;
 mod lane_loop;
 mod lane_set;
+mod offset_records;
 mod tuple_maker;
 
 use pyo3::prelude::*;
