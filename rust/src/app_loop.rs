@@ -12,6 +12,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::whole_ms;
+
 /// One partition the process owns, in the order the process holds them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Partition {
@@ -152,11 +154,35 @@ pub struct AppLoop {
     pub spare: Spare,
 }
 
-/// Emptied vectors kept for reuse: capacity, not state (every two compare equal). Why:
-/// a batch is started and applied for every record or few, and its allocation was a good
-/// part of a step's cost.
-#[derive(Clone, Debug, Default)]
-pub struct Spare(Vec<Vec<f64>>);
+/// What the loop keeps to save work, not state (every two compare equal): emptied
+/// vectors for reuse, and the last `1000 / rate` computed. Why: a batch is started and
+/// applied for every record or few, and its allocation, and a division per batch, were a
+/// good part of a step's cost.
+#[derive(Clone, Debug)]
+pub struct Spare {
+    vectors: Vec<Vec<f64>>,
+    /// (rate, 1000.0 / rate) of the last batch applied (NaN: none yet)
+    per_record: (f64, f64),
+}
+
+impl Default for Spare {
+    fn default() -> Self {
+        Self {
+            vectors: Vec::new(),
+            per_record: (f64::NAN, f64::NAN),
+        }
+    }
+}
+
+impl Spare {
+    /// `1000.0 / rate`, computed again only when the rate differs from the last one's.
+    fn per_record_ms(&mut self, rate: f64) -> f64 {
+        if self.per_record.0 != rate {
+            self.per_record = (rate, 1000.0 / rate);
+        }
+        self.per_record.1
+    }
+}
 
 impl PartialEq for Spare {
     fn eq(&self, _: &Self) -> bool {
@@ -186,12 +212,12 @@ pub struct Ran {
 
 /// `floor((now - start) * rate / 1000.0 + 1e-9)`: records arrived by `now` (`now > start`).
 fn arrived(now: i64, start: i64, rate: f64) -> i64 {
-    (((now - start) as f64) * rate / 1000.0 + 1e-9).floor() as i64
+    whole_ms::floor(((now - start) as f64) * rate / 1000.0 + 1e-9)
 }
 
 /// `ceil(start + (position + 1) * 1000.0 / rate - 1e-9)`: when record `position` has arrived.
 fn next_arrival(start: i64, position: i64, rate: f64) -> i64 {
-    (start as f64 + ((position + 1) as f64) * 1000.0 / rate - 1e-9).ceil() as i64
+    whole_ms::ceil(start as f64 + ((position + 1) as f64) * 1000.0 / rate - 1e-9)
 }
 
 impl AppLoop {
@@ -259,7 +285,7 @@ impl AppLoop {
     ) -> Option<i64> {
         let mut best: Option<i64> = None;
         let mut any_active = false;
-        for p in &self.partitions {
+        for (i, p) in self.partitions.iter().enumerate() {
             if !p.active {
                 continue;
             }
@@ -267,9 +293,12 @@ impl AppLoop {
             if p.rate <= 0.0 {
                 continue;
             }
-            if now > p.start_ms && arrived(now, p.start_ms, p.rate) > p.position {
-                self.start_batch(now, record_time);
-                return self.busy_until;
+            if now > p.start_ms {
+                let available = arrived(now, p.start_ms, p.rate) - p.position;
+                if available > 0 {
+                    self.start_batch(now, (i, available), record_time);
+                    return self.busy_until;
+                }
             }
             let t = next_arrival(p.start_ms, p.position, p.rate);
             if best.is_none_or(|b| t < b) {
@@ -283,8 +312,9 @@ impl AppLoop {
     }
 
     /// `poll()` returns up to max.poll.records records, partition after partition in turn
-    /// (`Engine._start_batch`).
-    fn start_batch(&mut self, now: i64, record_time: &mut impl RecordTime) {
+    /// (`Engine._start_batch`). `found`: the first active partition in which records wait,
+    /// and how many (`poll_records` counted them: none wait in the active ones before it).
+    fn start_batch(&mut self, now: i64, found: (usize, i64), record_time: &mut impl RecordTime) {
         // the active partitions and how many records wait in each; on the stack for the
         // usual few partitions (this runs for every batch)
         let mut on_stack = [(0usize, 0i64); ACTIVE_ON_STACK];
@@ -296,8 +326,12 @@ impl AppLoop {
             if !p.active {
                 continue;
             }
+            // (only whether records wait matters where none do)
             let mut available = 0;
-            if p.rate > 0.0 && now > p.start_ms {
+            if i == found.0 {
+                available = found.1;
+                any_available = true;
+            } else if i > found.0 && p.rate > 0.0 && now > p.start_ms {
                 available = arrived(now, p.start_ms, p.rate) - p.position;
                 if available > 0 {
                     any_available = true;
@@ -331,7 +365,7 @@ impl AppLoop {
             }
             let p = &mut self.partitions[i];
             let n = available.min(budget);
-            let mut completions = self.spare.0.pop().unwrap_or_default();
+            let mut completions = self.spare.vectors.pop().unwrap_or_default();
             for _ in 0..n {
                 t += record_time.next();
                 completions.push(t);
@@ -349,7 +383,7 @@ impl AppLoop {
         }
         self.batch = segments;
         // the clock's resolution is 1 ms: a poll loop turn takes at least that
-        let end = t.ceil() as i64;
+        let end = whole_ms::ceil(t);
         self.busy_until = Some(if end > now { end } else { now + 1 });
     }
 
@@ -370,7 +404,7 @@ impl AppLoop {
                 tally.duplicates += end.min(seen_end) - first;
             }
             if end > seen_end {
-                let per_record = 1000.0 / p.rate;
+                let per_record = self.spare.per_record_ms(p.rate);
                 let start = p.start_ms as f64;
                 for i in (seen_end - first).max(0)..n {
                     let lag = segment.completions[i as usize]
@@ -384,7 +418,7 @@ impl AppLoop {
             }
             let mut completions = segment.completions;
             completions.clear();
-            self.spare.0.push(completions);
+            self.spare.vectors.push(completions);
         }
         self.batch = batch;
     }

@@ -150,7 +150,18 @@ next event of the engine's queue; it runs its events that come before it and sto
 where the engine must act: the coordinator declined a request (the process is taken back,
 ``_plane_native_take``, its events queued here at their keys, and the Python handler runs
 the declined one), the coordinator's timers must be scheduled, or a commit's record was not
-persisted. Whatever touches a member in the set takes it back first.
+persisted. Whatever touches a member in the set takes it back first. Three things the
+Python lane does through the engine the set does itself, each shown equal to it by the
+differential tests: a member known current (the coordinator took one of its heartbeats,
+or commits, since the groups last changed: ``_coordinator_version``, which a tick with no
+deadline due does not move) has its next ones taken straight by the coordinator's expiry
+table, by handle; such a commit's record (built in Rust as ``quiet_commit_offsets`` builds
+it) waits in the set and is handed to ``SyncShell.store_taken_commits`` before any Python
+code runs again; and a member's metadata refresh runs its loop once in the set
+(``lane_loop::extra_step``: a poll, or inside a batch nothing) and queues the next, unless
+a partition count changed since its machine looked (``_metadata_epoch``) or that poll
+would send the due auto-commit: then the engine's handler runs it (``_refresh_metadata``
+takes a token, so the refresh the set took is stale in the engine's queue).
 """
 
 from __future__ import annotations
