@@ -170,6 +170,18 @@ impl PyCoordinator<'_, '_> {
         self.keep(result.map(|()| true), false)
     }
 
+    /// A member `known` current in this version has its session refreshed at `now` by its
+    /// expiry handle, as the coordinator's quiet calls refresh it (`false`: not known, or a
+    /// deadline is due first; nothing changed).
+    fn refreshed_by_handle(&self, member: &Member, known: Option<i64>, now: i64) -> bool {
+        match (&self.expiry, known) {
+            (Some(expiry), Some(known)) if known == self.version => expiry
+                .borrow_mut()
+                .lane_heartbeat(member.handle, now, member.session_timeout_ms),
+            _ => false,
+        }
+    }
+
     /// The member's expiry handle and session timeout, as the coordinator just set them.
     fn learn(&mut self, slot: usize, now: i64, expiry: &Bound<'_, MemberExpiryPy>) -> PyResult<()> {
         let py = self.py;
@@ -198,14 +210,8 @@ impl Coordinator for PyCoordinator<'_, '_> {
         let member = self.members[slot]
             .as_ref()
             .expect("a lane event names a member in the lane");
-        if let (Some(expiry), Some(known)) = (&self.expiry, member.known_in) {
-            if known == version
-                && expiry
-                    .borrow_mut()
-                    .lane_heartbeat(member.handle, now, member.session_timeout_ms)
-            {
-                return true;
-            }
+        if self.refreshed_by_handle(member, member.known_in, now) {
+            return true;
         }
         if !self.handed_over() {
             return false;
@@ -245,14 +251,10 @@ impl Coordinator for PyCoordinator<'_, '_> {
         let member = self.members[slot]
             .as_ref()
             .expect("a lane event names a member in the lane");
-        if let (Some(expiry), Some(known)) = (&self.expiry, member.commit_known_in) {
+        {
             // as quiet_commit_offsets takes it: the session refreshed (declined if a
             // deadline is due), the record stored (here: handed over before Python runs)
-            if known == version
-                && !offsets.is_empty()
-                && expiry
-                    .borrow_mut()
-                    .lane_heartbeat(member.handle, now, member.session_timeout_ms)
+            if !offsets.is_empty() && self.refreshed_by_handle(member, member.commit_known_in, now)
             {
                 let start = self.taken.parts.len();
                 self.taken.parts.extend_from_slice(offsets);
