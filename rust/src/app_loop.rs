@@ -193,11 +193,32 @@ impl PartialEq for Spare {
 /// The record's processing time: a constant, or drawn from the process's own stream.
 pub trait RecordTime {
     fn next(&mut self) -> f64;
+
+    /// The time every record takes, when it is known to be one constant (what lets a
+    /// caller take [`AppLoop::sole_steps`]).
+    fn constant(&self) -> Option<f64> {
+        None
+    }
 }
 
 impl<F: FnMut() -> f64> RecordTime for F {
     fn next(&mut self) -> f64 {
         self()
+    }
+}
+
+/// Every record takes the same time (the simulator's processing lane takes only such
+/// members).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Constant(pub f64);
+
+impl RecordTime for Constant {
+    fn next(&mut self) -> f64 {
+        self.0
+    }
+
+    fn constant(&self) -> Option<f64> {
+        Some(self.0)
     }
 }
 
@@ -385,6 +406,157 @@ impl AppLoop {
         // the clock's resolution is 1 ms: a poll loop turn takes at least that
         let end = whole_ms::ceil(t);
         self.busy_until = Some(if end > now { end } else { now + 1 });
+    }
+
+    /// The partition every poll takes its records from when the process has one: the only
+    /// active partition, with records arriving and polls that take at least one
+    /// (`None` otherwise). See [`AppLoop::sole_steps`].
+    pub(crate) fn sole_source(&self) -> Option<usize> {
+        let mut found = None;
+        for (i, p) in self.partitions.iter().enumerate() {
+            if p.active {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(i);
+            }
+        }
+        found.filter(|&i| self.partitions[i].rate > 0.0 && self.max_poll_records > 0)
+    }
+
+    /// The wake-up steps at `wake_at` and after, before `horizon`, of a process whose polls
+    /// take records from partition `j` only ([`AppLoop::sole_source`]), each record taking
+    /// `record_ms`, while its member's machine has nothing to do but move its poll timer:
+    /// no heartbeat falls due and no answer is read before `horizon`, and the machine's
+    /// deadline after a poll at `t` is `deadline.after_poll(t)`. The same steps, state and
+    /// floats as the machine's loop (`crate::lane_loop`) with [`AppLoop::poll_records`] and
+    /// [`AppLoop::apply_batch`]; also stops before a step at which the poll timer would
+    /// have run out (`*last_poll + max.poll.interval.ms`), which the caller reports.
+    /// Returns the next wake-up and the steps run.
+    ///
+    /// Why: in the simulator's default workload a member polls one record at a time, two
+    /// steps per record, and the general steps (partitions in turn, a completion vector
+    /// per batch) were most of a simulated hour. Here a batch in hand is its first offset,
+    /// count and start, its completions summed again when it is applied (the same
+    /// additions in the same order), and a vector only if it is still in hand at the end.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sole_steps(
+        &mut self,
+        j: usize,
+        record_ms: f64,
+        mut wake_at: i64,
+        horizon: i64,
+        deadline: PollDeadline,
+        last_poll: &mut i64,
+        tally: &mut Tally,
+    ) -> (i64, u64) {
+        debug_assert_eq!(self.sole_source(), Some(j), "{self:?}");
+        let mut steps = 0;
+        // the batch this loop started, while it is in hand: (first offset, records, start)
+        let mut in_hand: Option<(i64, i64, f64)> = None;
+        while wake_at < horizon && wake_at < *last_poll + deadline.max_poll_interval_ms {
+            let t = wake_at;
+            let mut at = match self.busy_until {
+                Some(busy) if t < busy => busy,
+                busy => {
+                    if busy.is_some() {
+                        match in_hand.take() {
+                            Some((first, n, start)) => {
+                                self.apply_sole(j, first, n, start, record_ms, tally)
+                            }
+                            None => self.apply_batch(tally),
+                        }
+                        self.busy_until = None;
+                    }
+                    // the application polls
+                    *last_poll = t;
+                    self.rr += 1;
+                    let p = &mut self.partitions[j];
+                    let available = if t > p.start_ms {
+                        arrived(t, p.start_ms, p.rate) - p.position
+                    } else {
+                        0
+                    };
+                    if available > 0 {
+                        let n = available.min(self.max_poll_records);
+                        let start = t as f64;
+                        let mut end = start;
+                        for _ in 0..n {
+                            end += record_ms;
+                        }
+                        in_hand = Some((p.position, n, start));
+                        p.position += n;
+                        // the clock's resolution is 1 ms (as `start_batch`)
+                        let end = whole_ms::ceil(end);
+                        let busy = if end > t { end } else { t + 1 };
+                        self.busy_until = Some(busy);
+                        busy
+                    } else {
+                        next_arrival(p.start_ms, p.position, p.rate)
+                    }
+                }
+            };
+            let machine = deadline.after_poll(*last_poll);
+            if at > machine {
+                at = machine;
+            }
+            wake_at = if at <= t { t + 1 } else { at };
+            steps += 1;
+        }
+        if let Some((first, n, start)) = in_hand {
+            // still in hand: the vector `start_batch` would have made
+            let mut completions = self.spare.vectors.pop().unwrap_or_default();
+            let mut t = start;
+            for _ in 0..n {
+                t += record_ms;
+                completions.push(t);
+            }
+            self.batch.clear();
+            self.batch.push(Segment {
+                partition: j,
+                first_offset: first,
+                completions,
+            });
+        }
+        (wake_at, steps)
+    }
+
+    /// [`AppLoop::apply_batch`] for a batch of `n` records of partition `j` from offset
+    /// `first`, started at `start` (its completions `start + record_ms`, and so on).
+    fn apply_sole(
+        &mut self,
+        j: usize,
+        first: i64,
+        n: i64,
+        start: f64,
+        record_ms: f64,
+        tally: &mut Tally,
+    ) {
+        let p = &mut self.partitions[j];
+        tally.records += n;
+        let end = first + n;
+        let seen_end = p.processed_end;
+        if first < seen_end {
+            tally.duplicates += end.min(seen_end) - first;
+        }
+        if end > seen_end {
+            let per_record = self.spare.per_record_ms(p.rate);
+            let arrivals_from = p.start_ms as f64;
+            let seen = seen_end - first;
+            let mut completion = start;
+            for i in 0..n {
+                completion += record_ms;
+                if i < seen {
+                    continue;
+                }
+                let lag = completion - (arrivals_from + ((first + i + 1) as f64) * per_record);
+                tally.lags.add(lag as i64);
+                if lag > tally.max_lag_ms {
+                    tally.max_lag_ms = lag;
+                }
+            }
+            p.processed_end = end;
+        }
     }
 
     /// Count the batch's records as processed (`Recorder.processed` per segment).

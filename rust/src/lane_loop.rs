@@ -8,7 +8,7 @@
 //!
 //! This module has no PyO3: `crate::bindings::lane_loop` adapts it to Python.
 
-use crate::app_loop::{AppLoop, RecordTime, Tally};
+use crate::app_loop::{AppLoop, PollDeadline, RecordTime, Tally};
 
 /// The member machine's timers as the lane keeps them (`_ProcessingLane` in the engine).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -107,7 +107,22 @@ pub fn run(
     let mut done = 0;
     let mut commit_read = false;
     let mut steps = 0;
+    // (partitions do not change inside the loop)
+    let sole = record_time
+        .constant()
+        .and_then(|record_ms| app.sole_source().map(|j| (j, record_ms)));
     loop {
+        if let Some((j, record_ms)) = sole {
+            // the wake-ups before the next read, heartbeat or timeout, in one go
+            let next_read = reads.get(done).map(|r| r.0).filter(|&at| at < read_limit);
+            if next_read.is_none_or(|at| at > wake_at) {
+                let (w, s) = quiet_steps(
+                    app, timers, settings, j, record_ms, wake_at, limit, next_read, tally,
+                );
+                wake_at = w;
+                steps += s;
+            }
+        }
         let (t, read) = match reads.get(done) {
             Some(&(at, _, heartbeat)) if at < read_limit && at <= wake_at => {
                 // (the machine checks its timers before it reads the answer)
@@ -138,6 +153,42 @@ pub fn run(
         reads_done: done,
         commit_read,
     })
+}
+
+/// [`AppLoop::sole_steps`] for the lane: the wake-ups from `wake_at` before `limit` and
+/// `next_read`, while the machine only moves its poll timer (before the next heartbeat
+/// falls due with none in flight, and before the session's end).
+#[allow(clippy::too_many_arguments)]
+fn quiet_steps(
+    app: &mut AppLoop,
+    timers: &mut Timers,
+    settings: Settings,
+    j: usize,
+    record_ms: f64,
+    wake_at: i64,
+    limit: i64,
+    next_read: Option<i64>,
+    tally: &mut Tally,
+) -> (i64, u64) {
+    // the machine's deadline but for its poll timer (see `deadline`)
+    let mut base = timers.last_ack + settings.session_timeout;
+    if timers.hb_sent.is_none() && timers.hb_due < base {
+        base = timers.hb_due;
+    }
+    let horizon = next_read.map_or(limit, |at| at.min(limit)).min(base);
+    let deadline = PollDeadline {
+        base,
+        max_poll_interval_ms: settings.max_poll_interval,
+    };
+    app.sole_steps(
+        j,
+        record_ms,
+        wake_at,
+        horizon,
+        deadline,
+        &mut timers.last_poll,
+        tally,
+    )
 }
 
 /// One step at `t`: finish the batch in hand if it is done, send the heartbeat that falls
@@ -223,7 +274,7 @@ pub fn extra_step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app_loop::Partition;
+    use crate::app_loop::{Constant, Partition};
 
     const SETTINGS: Settings = Settings {
         session_timeout: 45_000,
@@ -376,6 +427,65 @@ mod tests {
                 prop_assert_eq!(&b, &a);
                 prop_assert_eq!(&tb, &ta);
                 prop_assert_eq!(&tally, &whole);
+            }
+        }
+
+        /// With a constant record time and one partition polled, the lane runs its quiet
+        /// stretches in one go (`AppLoop::sole_steps`): the same steps, state, floats and
+        /// breaks as the general steps, run in pieces up to any limits, with heartbeats
+        /// falling due, answers to read, batches in hand at a piece's end, duplicates, and
+        /// timeouts.
+        #[test]
+        fn quiet_stretches_are_the_general_steps(
+            parts in prop::collection::vec(
+                (any::<bool>(), prop_oneof![Just(0.0), 0.5f64..300.0, Just(10.0)], 0i64..2_000, 0i64..4),
+                1..4,
+            ),
+            record_ms in prop_oneof![Just(0.0), Just(1.0), 0.0f64..40.0],
+            max_poll_records in 1i64..20,
+            hb_due in 0i64..5_000,
+            in_flight in any::<bool>(),
+            session_timeout in 100i64..50_000,
+            max_poll_interval in 50i64..10_000,
+            heartbeat_interval in 10i64..5_000,
+            mut reads in prop::collection::vec((0i64..20_000, any::<bool>()), 0..6),
+            mut limits in prop::collection::vec(1i64..20_000, 0..3),
+        ) {
+            let mut app = one(0.0);
+            app.max_poll_records = max_poll_records;
+            app.partitions = parts
+                .iter()
+                .map(|&(active, rate, start_ms, seen)| Partition {
+                    active,
+                    position: 0,
+                    start_ms,
+                    rate,
+                    processed_end: seen,
+                })
+                .collect();
+            let timers = Timers {
+                hb_due,
+                hb_sent: in_flight.then_some(0),
+                ..Timers::default()
+            };
+            let settings = Settings { session_timeout, max_poll_interval, heartbeat_interval };
+            reads.sort_unstable();
+            let reads: Vec<Read> = reads.iter().enumerate().map(|(i, &(at, hb))| (at, i as i64, hb)).collect();
+            limits.sort_unstable();
+            limits.push(20_000);
+            let (mut a, mut ta, mut tally_a) = (app.clone(), timers.clone(), Tally::default());
+            let (mut b, mut tb, mut tally_b) = (app, timers, Tally::default());
+            let (mut wake_a, mut wake_b, mut done) = (0, 0, 0);
+            for limit in limits {
+                let general = run(&mut a, &mut ta, settings, wake_a, limit, limit, &reads[done..], &mut || record_ms, &mut tally_a);
+                let quiet = run(&mut b, &mut tb, settings, wake_b, limit, limit, &reads[done..], &mut Constant(record_ms), &mut tally_b);
+                prop_assert_eq!(&quiet, &general);
+                prop_assert_eq!(&b, &a);
+                prop_assert_eq!(&tb, &ta);
+                prop_assert_eq!(&tally_b, &tally_a);
+                let Ok(ran) = general else { break };
+                (wake_a, wake_b) = (ran.wake_at, ran.wake_at);
+                done += ran.reads_done;
             }
         }
     }

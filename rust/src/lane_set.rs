@@ -18,7 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::app_loop::{AppLoop, Tally};
+use crate::app_loop::{AppLoop, Constant, Tally};
 use crate::lane_loop::{self, Broken, Read, Settings, Timers};
 use crate::whole_ms;
 
@@ -392,7 +392,7 @@ impl LaneSet {
             limit,
             read_limit,
             &lane.reads,
-            &mut || record_ms,
+            &mut Constant(record_ms),
             &mut lane.tally,
         )
         .map_err(|broken| LaneBroken { pkey, broken })?;
@@ -556,7 +556,7 @@ impl LaneSet {
             settings,
             now,
             lane.wake_at,
-            &mut || record_ms,
+            &mut Constant(record_ms),
             &mut lane.tally,
         )
         .map_err(|broken| LaneBroken { pkey, broken })?;

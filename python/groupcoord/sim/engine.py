@@ -161,7 +161,10 @@ code runs again; and a member's metadata refresh runs its loop once in the set
 (``lane_loop::extra_step``: a poll, or inside a batch nothing) and queues the next, unless
 a partition count changed since its machine looked (``_metadata_epoch``) or that poll
 would send the due auto-commit: then the engine's handler runs it (``_refresh_metadata``
-takes a token, so the refresh the set took is stale in the engine's queue).
+takes a token, so the refresh the set took is stale in the engine's queue). Between a
+member's events, when it polls one partition only, its loop runs the stretch before its
+next heartbeat, read or timeout in one go (``AppLoop::sole_steps``: a batch in hand is its
+first offset, count and start, not a vector of completions), the same steps and floats.
 """
 
 from __future__ import annotations
