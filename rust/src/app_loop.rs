@@ -27,6 +27,43 @@ pub struct Partition {
     pub processed_end: i64,
 }
 
+impl Partition {
+    /// `Recorder.processed` for records `first..first + n`, record `first + i` completed
+    /// at the `i`-th of `completions`: each counted, those below `processed_end` (some
+    /// owner processed them already) as duplicates, the others' lags.
+    fn processed(
+        &mut self,
+        first: i64,
+        n: i64,
+        completions: impl Iterator<Item = f64>,
+        spare: &mut Spare,
+        tally: &mut Tally,
+    ) {
+        tally.records += n;
+        let end = first + n;
+        let seen_end = self.processed_end;
+        if first < seen_end {
+            tally.duplicates += end.min(seen_end) - first;
+        }
+        if end > seen_end {
+            let per_record = spare.per_record_ms(self.rate);
+            let start = self.start_ms as f64;
+            let seen = seen_end - first;
+            for (i, completion) in (0..n).zip(completions) {
+                if i < seen {
+                    continue;
+                }
+                let lag = completion - (start + ((first + i + 1) as f64) * per_record);
+                tally.lags.add(lag as i64);
+                if lag > tally.max_lag_ms {
+                    tally.max_lag_ms = lag;
+                }
+            }
+            self.processed_end = end;
+        }
+    }
+}
+
 /// Records `first_offset..` of one partition in the batch being processed, finishing at
 /// `completions` (virtual milliseconds).
 #[derive(Clone, Debug, PartialEq)]
@@ -532,31 +569,9 @@ impl AppLoop {
         record_ms: f64,
         tally: &mut Tally,
     ) {
-        let p = &mut self.partitions[j];
-        tally.records += n;
-        let end = first + n;
-        let seen_end = p.processed_end;
-        if first < seen_end {
-            tally.duplicates += end.min(seen_end) - first;
-        }
-        if end > seen_end {
-            let per_record = self.spare.per_record_ms(p.rate);
-            let arrivals_from = p.start_ms as f64;
-            let seen = seen_end - first;
-            let mut completion = start;
-            for i in 0..n {
-                completion += record_ms;
-                if i < seen {
-                    continue;
-                }
-                let lag = completion - (arrivals_from + ((first + i + 1) as f64) * per_record);
-                tally.lags.add(lag as i64);
-                if lag > tally.max_lag_ms {
-                    tally.max_lag_ms = lag;
-                }
-            }
-            p.processed_end = end;
-        }
+        // (the same additions in the same order as `start_batch`'s)
+        let completions = std::iter::successors(Some(start + record_ms), |t| Some(t + record_ms));
+        self.partitions[j].processed(first, n, completions, &mut self.spare, tally);
     }
 
     /// Count the batch's records as processed (`Recorder.processed` per segment).
@@ -568,26 +583,8 @@ impl AppLoop {
             if n == 0 {
                 continue;
             }
-            tally.records += n;
-            let first = segment.first_offset;
-            let end = first + n;
-            let seen_end = p.processed_end;
-            if first < seen_end {
-                tally.duplicates += end.min(seen_end) - first;
-            }
-            if end > seen_end {
-                let per_record = self.spare.per_record_ms(p.rate);
-                let start = p.start_ms as f64;
-                for i in (seen_end - first).max(0)..n {
-                    let lag = segment.completions[i as usize]
-                        - (start + ((first + i + 1) as f64) * per_record);
-                    tally.lags.add(lag as i64);
-                    if lag > tally.max_lag_ms {
-                        tally.max_lag_ms = lag;
-                    }
-                }
-                p.processed_end = end;
-            }
+            let completions = segment.completions.iter().copied();
+            p.processed(segment.first_offset, n, completions, &mut self.spare, tally);
             let mut completions = segment.completions;
             completions.clear();
             self.spare.vectors.push(completions);
