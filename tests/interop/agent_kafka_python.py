@@ -78,10 +78,11 @@ def main() -> None:
     eager = "cooperative" not in settings.assignor
     # Know the topics before joining. Otherwise, with no initial rebalance delay, the first
     # member leads a group before its first metadata arrives, assigns nothing, and rejoins
-    # as soon as metadata comes; kafka-python 3.0.12 sometimes livelocks in that rejoin
-    # (poll spins with need_rejoin False, the SyncGroup answer it logged as received is
-    # never applied, no heartbeat follows). Seen against groupcoord serve; Kafka's 3 s
-    # default delay hides the race.
+    # as soon as metadata comes; kafka-python 3.0.12 loses the assignment of that rejoin
+    # when a poll gives up waiting for it (need_rejoin turns False inside the join task,
+    # so the finished task is never applied and heartbeats stay off): the mechanism and
+    # its reproduction, against groupcoord serve and Apache Kafka alike, are in
+    # tests/kafka_python_consumer.py and tools/kafka_python_lost_assignment.py.
     for topic in settings.topics:
         consumer.partitions_for_topic(topic)
     consumer.subscribe(list(settings.topics), listener=Listener(reporter, consumer, eager))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
+from kafka_python_consumer import subscribed_consumer
 from serve_process import ServerProcess
 
 TOPIC = "smoke"
@@ -30,8 +31,8 @@ def test_one_consumer_gets_every_partition_and_commits(
     serve_factory: Callable[..., ServerProcess],
 ) -> None:
     server = serve_factory("--topic", f"{TOPIC}:3", "--group-initial-rebalance-delay-ms", "0")
-    consumer = KafkaConsumer(
-        TOPIC,
+    consumer = subscribed_consumer(
+        [TOPIC],
         bootstrap_servers=server.bootstrap,
         group_id=GROUP,
         enable_auto_commit=False,

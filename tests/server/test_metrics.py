@@ -19,11 +19,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
-from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from groupcoord.coordinator import MemberRemoved, RemovalCause
 from groupcoord.server.stats import LATENCY_BUCKETS_S, Histogram, rebalance_kind, removal_kind
+from kafka_python_consumer import subscribed_consumer
 
 READY = "groupcoord listening on "
 METRICS = "metrics on http://"
@@ -108,8 +109,8 @@ class Polling(threading.Thread):
 
     def __init__(self, bootstrap: str, name: str) -> None:
         super().__init__(daemon=True)
-        self.consumer = KafkaConsumer(
-            "orders",
+        self.consumer = subscribed_consumer(
+            ["orders"],
             bootstrap_servers=bootstrap,
             group_id="g",
             client_id=name,

@@ -31,6 +31,7 @@ from kafka.errors import (
     TopicAuthorizationFailedError,
 )
 
+from kafka_python_consumer import subscribed_consumer
 from serve_process import ServerProcess
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -61,8 +62,8 @@ def admin(server: ServerProcess) -> KafkaAdminClient:
 
 
 def consume(server: ServerProcess, group: str) -> KafkaConsumer:
-    return KafkaConsumer(
-        "orders",
+    return subscribed_consumer(
+        ["orders"],
         bootstrap_servers=server.bootstrap,
         group_id=group,
         auto_offset_reset="earliest",
