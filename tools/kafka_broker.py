@@ -18,6 +18,7 @@ repository. Needs ``mvn`` and Java 17+. Logging is log4j2 with Kafka's own layou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -268,6 +269,25 @@ class Broker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+@contextlib.contextmanager
+def running_broker(version: str, directory: Path, topics: Mapping[str, int]) -> Iterator[Broker]:
+    """A started broker whose group coordinator answers, with ``topics`` (name ->
+    partitions, replication 1) created; stopped on exit."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    broker = Broker(version, directory)
+    broker.start()
+    try:
+        broker.wait_for_group_coordinator()
+        if topics:
+            admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+            admin.create_topics([NewTopic(name, n, 1) for name, n in topics.items()])
+            admin.close()
+        yield broker
+    finally:
+        broker.stop()
 
 
 def _java_string_hash(text: str) -> int:

@@ -52,19 +52,11 @@ def serve() -> Iterator[str]:
 
 @contextmanager
 def kafka(version: str) -> Iterator[str]:
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka_broker import Broker
+    from kafka_broker import running_broker
 
-    broker = Broker(version, Path(tempfile.mkdtemp(prefix="kp-lost-")) / "broker")
-    broker.start()
-    try:
-        broker.wait_for_group_coordinator()
-        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-        admin.create_topics([NewTopic(TOPIC, 2, 1)])
-        admin.close()
+    directory = Path(tempfile.mkdtemp(prefix="kp-lost-")) / "broker"
+    with running_broker(version, directory, {TOPIC: 2}) as broker:
         yield broker.bootstrap
-    finally:
-        broker.stop()
 
 
 def one_run(bootstrap: str, group: str, poll_ms: int, metadata_first: bool) -> str:

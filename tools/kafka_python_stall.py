@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "interop"), str(ROOT / "tools")]
 
 from helpers import ConsumerGroup, partitions, wait_owned_exactly_once  # noqa: E402
-from kafka_broker import Broker  # noqa: E402
+from kafka_broker import running_broker  # noqa: E402
 
 TOPIC = "orders"
 ELECTED = "Elected group leader"
@@ -40,16 +40,8 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=40)
     parser.add_argument("--version", default="4.4.0")
     args = parser.parse_args()
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     work = Path(tempfile.mkdtemp(prefix="kafka-python-stall-"))
-    broker = Broker(args.version, work / "broker")
-    broker.start()
-    try:
-        broker.wait_for_group_coordinator()
-        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-        admin.create_topics([NewTopic(TOPIC, 12, 1)])
-        admin.close()
+    with running_broker(args.version, work / "broker", {TOPIC: 12}) as broker:
         for attempt in range(args.attempts):
             logs = work / f"attempt-{attempt}"
             logs.mkdir()
@@ -73,8 +65,6 @@ def main() -> None:
                     return
                 print(f"attempt {attempt}: formed in {time.monotonic() - started:.1f} s")
         print(f"no stall in {args.attempts} attempts")
-    finally:
-        broker.stop()
 
 
 if __name__ == "__main__":
