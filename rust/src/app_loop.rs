@@ -168,7 +168,7 @@ pub struct PollDeadline {
 }
 
 impl PollDeadline {
-    fn after_poll(self, t: i64) -> i64 {
+    pub(crate) fn after_poll(self, t: i64) -> i64 {
         self.base.min(t + self.max_poll_interval_ms)
     }
 }
@@ -266,6 +266,13 @@ pub struct Ran {
     pub polled: Option<i64>,
     pub steps: u64,
     pub stop: Stop,
+}
+
+/// When a batch's records complete, each taking `record_ms`, from `start`: the sums
+/// `start + record_ms`, then `+ record_ms` again, the same additions in the same order as
+/// `start_batch`'s (for [`AppLoop::sole_steps`], which keeps a batch as its start).
+fn completion_times(start: f64, record_ms: f64) -> impl Iterator<Item = f64> {
+    std::iter::successors(Some(start + record_ms), move |t| Some(t + record_ms))
 }
 
 /// `floor((now - start) * rate / 1000.0 + 1e-9)`: records arrived by `now` (`now > start`).
@@ -517,10 +524,10 @@ impl AppLoop {
                     if available > 0 {
                         let n = available.min(self.max_poll_records);
                         let start = t as f64;
-                        let mut end = start;
-                        for _ in 0..n {
-                            end += record_ms;
-                        }
+                        let end = completion_times(start, record_ms)
+                            .take(n as usize)
+                            .last()
+                            .expect("a batch has a record");
                         in_hand = Some((p.position, n, start));
                         p.position += n;
                         // the clock's resolution is 1 ms (as `start_batch`)
@@ -543,11 +550,7 @@ impl AppLoop {
         if let Some((first, n, start)) = in_hand {
             // still in hand: the vector `start_batch` would have made
             let mut completions = self.spare.vectors.pop().unwrap_or_default();
-            let mut t = start;
-            for _ in 0..n {
-                t += record_ms;
-                completions.push(t);
-            }
+            completions.extend(completion_times(start, record_ms).take(n as usize));
             self.batch.clear();
             self.batch.push(Segment {
                 partition: j,
@@ -569,8 +572,7 @@ impl AppLoop {
         record_ms: f64,
         tally: &mut Tally,
     ) {
-        // (the same additions in the same order as `start_batch`'s)
-        let completions = std::iter::successors(Some(start + record_ms), |t| Some(t + record_ms));
+        let completions = completion_times(start, record_ms);
         self.partitions[j].processed(first, n, completions, &mut self.spare, tally);
     }
 

@@ -78,15 +78,18 @@ fn clear_of_timeouts(timers: &Timers, settings: Settings, t: i64) -> Result<(), 
 /// end, or the next heartbeat when none is in flight and it comes first; the poll timer's
 /// end if earlier.
 fn deadline(timers: &Timers, settings: Settings) -> i64 {
-    let mut best = timers.last_ack + settings.session_timeout;
-    if timers.hb_sent.is_none() && timers.hb_due < best {
-        best = timers.hb_due;
+    poll_deadline(timers, settings).after_poll(timers.last_poll)
+}
+
+/// [`deadline`] as a function of the last poll: fixed while no heartbeat is sent or read.
+fn poll_deadline(timers: &Timers, settings: Settings) -> PollDeadline {
+    let mut base = timers.last_ack + settings.session_timeout;
+    if timers.hb_sent.is_none() && timers.hb_due < base {
+        base = timers.hb_due;
     }
-    let poll = timers.last_poll + settings.max_poll_interval;
-    if best < poll {
-        best
-    } else {
-        poll
+    PollDeadline {
+        base,
+        max_poll_interval_ms: settings.max_poll_interval,
     }
 }
 
@@ -170,16 +173,11 @@ fn quiet_steps(
     next_read: Option<i64>,
     tally: &mut Tally,
 ) -> (i64, u64) {
-    // the machine's deadline but for its poll timer (see `deadline`)
-    let mut base = timers.last_ack + settings.session_timeout;
-    if timers.hb_sent.is_none() && timers.hb_due < base {
-        base = timers.hb_due;
-    }
-    let horizon = next_read.map_or(limit, |at| at.min(limit)).min(base);
-    let deadline = PollDeadline {
-        base,
-        max_poll_interval_ms: settings.max_poll_interval,
-    };
+    // (before the next heartbeat falls due with none in flight, and the session's end)
+    let deadline = poll_deadline(timers, settings);
+    let horizon = next_read
+        .map_or(limit, |at| at.min(limit))
+        .min(deadline.base);
     app.sole_steps(
         j,
         record_ms,

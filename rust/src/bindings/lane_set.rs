@@ -251,18 +251,15 @@ impl Coordinator for PyCoordinator<'_, '_> {
         let member = self.members[slot]
             .as_ref()
             .expect("a lane event names a member in the lane");
-        {
-            // as quiet_commit_offsets takes it: the session refreshed (declined if a
-            // deadline is due), the record stored (here: handed over before Python runs)
-            if !offsets.is_empty() && self.refreshed_by_handle(member, member.commit_known_in, now)
-            {
-                let start = self.taken.parts.len();
-                self.taken.parts.extend_from_slice(offsets);
-                let end = self.taken.parts.len();
-                self.taken.commits.push((now, slot, start, end));
-                self.last_commit_taken_here = true;
-                return Some(true);
-            }
+        // as quiet_commit_offsets takes it: the session refreshed (declined if a deadline
+        // is due), the record stored (here: handed over before Python runs)
+        if !offsets.is_empty() && self.refreshed_by_handle(member, member.commit_known_in, now) {
+            let start = self.taken.parts.len();
+            self.taken.parts.extend_from_slice(offsets);
+            let end = self.taken.parts.len();
+            self.taken.commits.push((now, slot, start, end));
+            self.last_commit_taken_here = true;
+            return Some(true);
         }
         if !self.handed_over() {
             return None;
