@@ -17,6 +17,7 @@ __all__ = [
     "LaneApp",
     "LaneSet",
     "MemberExpiry",
+    "NetShell",
     "ServerTarget",
     "TimerWheel",
     "__version__",
@@ -514,3 +515,84 @@ class LaneSet:
 # =====================================================================================
 # END simulator application loop
 # =====================================================================================
+
+# =====================================================================================
+# native network shell (rust/src/net, groupcoord.server.native_listener)
+# =====================================================================================
+
+@final
+class NetShell:
+    """A listening socket served on a Rust thread off the GIL: accepts, reads, splits
+    frames, writes replies in each connection's request order, and answers the
+    heartbeats of admitted members itself. Every other frame waits for ``take()``;
+    ``notify_fd`` turns readable when there is something to take."""
+
+    def __new__(
+        cls,
+        fd: int,
+        *,
+        now_ms: int,
+        max_frame_bytes: int,
+        heartbeat_versions: tuple[int, int] | None = None,
+        max_queued_replies: int = 1024,
+        max_buffered_bytes: int = 4194304,
+        write_timeout_ms: int = 60000,
+        idle_ms: int | None = None,
+        max_connections: int | None = None,
+    ) -> Self:
+        """Serve the bound, listening socket ``fd`` (taken over: ``socket.detach()``).
+        ``heartbeat_versions``: the Heartbeat versions it may answer (None: none, every
+        frame goes to Python). ``OSError`` if the thread cannot start."""
+    @property
+    def notify_fd(self) -> int:
+        """Readable when ``take()`` has something."""
+    @property
+    def running(self) -> bool:
+        """Whether the I/O thread runs."""
+    def now_ms(self) -> int:
+        """The shell's clock: ``now_ms`` at the start, advanced monotonically."""
+    def take(
+        self,
+    ) -> tuple[list[tuple[int, str, int]], list[tuple[int, int, bytes]], list[tuple[int, str]]]:
+        """``(opened, frames, closed)``: new connections ``(conn, peer_ip, peer_port)``, frames to
+        dispatch ``(conn, seq, body)``, connections gone ``(conn, reason)``."""
+    def reply(self, conn: int, seq: int, frame: bytes | None) -> None:
+        """The reply frame (size prefix included) to request ``seq`` of ``conn``; None:
+        it has none. Ignored for a connection gone."""
+    def reply_many(
+        self,
+        replies: list[tuple[int, int, bytes | None]],
+        parked: list[tuple[int, int]] | None = None,
+    ) -> None:
+        """Many ``reply`` calls at once, and the ``(conn, seq)`` of requests parked (their
+        replies come later: they no longer count as being with Python). Checked in full
+        before anything is handed over (``TypeError`` for a frame that is not bytes)."""
+    def close_connection(self, conn: int, reason: str) -> None:
+        """Close ``conn`` at once: nothing more is read or sent on it."""
+    def admit(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        session_timeout_ms: int,
+        handle: int,
+        session_deadline_ms: int,
+    ) -> None:
+        """Answer this member's heartbeats in ``generation_id`` natively from now on,
+        while its session lasts (``handle`` and ``session_deadline_ms``: its
+        ``MemberExpiry`` handle and SESSION deadline)."""
+    def invalidate_group(self, group_id: str) -> bool:
+        """The group may change: its members' heartbeats go to Python until admitted
+        again. Whether any were admitted."""
+    def invalidate_all(self) -> None:
+        """``invalidate_group`` of every group."""
+    def sync_expiry(self, expiry: MemberExpiry, now_ms: int) -> int:
+        """Apply the sessions refreshed natively to ``expiry`` (where they move a live
+        member's deadline later) and refuse, from now on, members due by ``now_ms``.
+        Returns how many were applied."""
+    def counters(self) -> dict[str, int]:
+        """Running totals: bytes_in, bytes_out, accepted, refused, open, peak_unsent (the
+        most reply bytes one connection held unsent), heartbeats_answered, admitted."""
+    def stop(self) -> None:
+        """Stop accepting, send what is ready, close every connection, end the thread."""

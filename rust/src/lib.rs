@@ -8,6 +8,7 @@ pub mod consumer_protocol;
 pub mod expiry;
 pub mod lane_loop;
 pub mod lane_set;
+pub mod net;
 mod prefetch;
 pub mod timer;
 pub mod whole_ms;

@@ -10,6 +10,7 @@ mod errors;
 mod group_memo;
 mod lane_loop;
 mod lane_set;
+mod net_shell;
 mod offset_records;
 mod tuple_maker;
 
@@ -27,6 +28,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assign_server::assign_server, m)?)?;
     m.add_function(wrap_pyfunction!(assign_server::plain_current, m)?)?;
     m.add_class::<assign_server::ServerTargetPy>()?;
+    m.add_class::<net_shell::NetShellPy>()?;
     timer::register(m)?;
     Ok(())
 }

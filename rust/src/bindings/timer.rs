@@ -880,6 +880,29 @@ pub struct MemberExpiryPy {
 }
 
 impl MemberExpiryPy {
+    /// The native shell (`super::net_shell`): session refreshes of heartbeats it answered,
+    /// applied where they move a live member's SESSION deadline later. Returns how many.
+    pub(crate) fn apply_refreshes(
+        &mut self,
+        refreshes: &[crate::net::fast_heartbeats::Refresh],
+    ) -> usize {
+        let mut applied = 0;
+        for r in refreshes {
+            let current = self
+                .table
+                .deadline(&r.group_id, &r.member_id, Kind::Session);
+            if current.is_some_and(|d| d < r.deadline_ms)
+                && self
+                    .table
+                    .set_deadline_by_handle(r.handle, Kind::Session, r.deadline_ms)
+                    .is_ok()
+            {
+                applied += 1;
+            }
+        }
+        applied
+    }
+
     /// The simulator's processing lane (`super::lane_set`): a heartbeat of a member known to
     /// be current, by its handle, at `now`, as `GroupCoordinator.quiet_heartbeat` takes it:
     /// declined (`false`, nothing changed) when a deadline is due by `now` (the coordinator

@@ -1,0 +1,13 @@
+//! The native network shell: a listener's sockets served by a Rust thread off the GIL.
+//!
+//! Python keeps the protocol (its dispatcher answers every frame but one kind); this
+//! thread does the I/O and answers the heartbeats of members Python admitted
+//! ([`fast_heartbeats`]), the one request that is most of a coordinator's traffic and
+//! whose answer needs no Python once the coordinator has said the member is current.
+//! Only [`io_loop`] does I/O; the other modules are pure and tested on their own.
+
+pub mod fast_heartbeats;
+pub mod frames;
+pub mod heartbeat_wire;
+pub mod io_loop;
+pub mod reply_order;
