@@ -612,6 +612,14 @@ def serve(
             show_default="--host",
         ),
     ] = None,
+    native_io: Annotated[
+        bool,
+        typer.Option(
+            "--native-io",
+            help="Serve PLAINTEXT listeners from a Rust I/O thread that also answers the"
+            " heartbeats of current members (SSL and SASL listeners stay as they are).",
+        ),
+    ] = False,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run
@@ -664,6 +672,7 @@ def serve(
             connections_write_timeout_ms=connections_write_timeout_ms,
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            native_io=native_io,
         )
     except (ValueError, GroupcoordError) as exc:
         _fail(str(exc))

@@ -19,9 +19,11 @@ from helpers import (
 )
 
 
-@pytest.fixture
-def server(serve_factory: Callable[..., Server]) -> Server:
-    return serve_factory(*scenarios.topic_flags(*FAST_GROUP_FLAGS))
+@pytest.fixture(params=["asyncio", "native-io"])
+def server(serve_factory: Callable[..., Server], request: pytest.FixtureRequest) -> Server:
+    # both shells: the asyncio connections, and the native one answering heartbeats itself
+    native = ("--native-io",) if request.param == "native-io" else ()
+    return serve_factory(*scenarios.topic_flags(*FAST_GROUP_FLAGS, *native))
 
 
 def test_cooperative_group_of_three_client_implementations(server: Server, tmp_path: Path) -> None:

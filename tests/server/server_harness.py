@@ -8,6 +8,7 @@ closes the server, all inside one ``asyncio.run``.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -26,6 +27,8 @@ def server_config(**overrides: Any) -> ServerConfig:
         "port": 0,
         "data_dir": None,
         "coordinator": CoordinatorConfig(group_initial_rebalance_delay_ms=0),
+        # GROUPCOORD_TEST_NATIVE_IO=1: the same scenarios over the native shell
+        "native_io": os.environ.get("GROUPCOORD_TEST_NATIVE_IO") == "1",
     }
     fields.update(overrides)
     return ServerConfig(**fields)

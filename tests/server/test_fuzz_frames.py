@@ -78,14 +78,14 @@ CALM_HEARTBEAT_S = 0.2
 class LiveServer:
     """``groupcoord serve`` with its stderr (the log) kept in a file."""
 
-    def __init__(self, log_path: Path) -> None:
+    def __init__(self, log_path: Path, *flags: str) -> None:
         self.log_path = log_path
         cmd = [
             sys.executable, "-m", "groupcoord", "serve", "--port", "0", "--memory",
             "--max-frame-bytes", str(MAX_FRAME_BYTES),
             "--group-min-session-timeout-ms", "1000",
             "--group-initial-rebalance-delay-ms", "0",
-            "--topic", "fuzz-topic:3",
+            "--topic", "fuzz-topic:3", *flags,
         ]  # fmt: skip
         with log_path.open("w") as log:
             self.proc = subprocess.Popen(
@@ -120,9 +120,11 @@ class LiveServer:
             self.proc.stdout.close()
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[LiveServer]:
-    live = LiveServer(tmp_path / "server.log")
+@pytest.fixture(params=["asyncio", "native-io"])
+def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    # both shells: the native one splits frames and answers heartbeats on its own thread
+    flags = ("--native-io",) if request.param == "native-io" else ()
+    live = LiveServer(tmp_path / "server.log", *flags)
     try:
         yield live
     finally:

@@ -155,16 +155,16 @@ def test_unknown_api_or_version_gets_unsupported_version_and_keeps_the_connectio
 # ---------------------------------------------------------------- malformed frames
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        struct.pack(">i", -1),
-        struct.pack(">i", 2_000_000),  # over the configured limit below
-        encode_frame(struct.pack(">hhih", 12, 4, 5, -1) + b"\x00" + b"\xff\xff\xff"),  # garbage
-        encode_frame(b"\x00\x0c"),  # truncated header
-    ],
-    ids=["negative-size", "oversized", "garbage-payload", "truncated-header"],
-)
+MALFORMED_FRAMES = [
+    struct.pack(">i", -1),
+    struct.pack(">i", 2_000_000),  # over the configured limit below
+    encode_frame(struct.pack(">hhih", 12, 4, 5, -1) + b"\x00" + b"\xff\xff\xff"),  # garbage
+    encode_frame(b"\x00\x0c"),  # truncated header
+]
+MALFORMED_IDS = ["negative-size", "oversized", "garbage-payload", "truncated-header"]
+
+
+@pytest.mark.parametrize("raw", MALFORMED_FRAMES, ids=MALFORMED_IDS)
 def test_malformed_frame_closes_only_that_connection(
     raw: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:

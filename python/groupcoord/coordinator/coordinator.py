@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from groupcoord._core import MemberExpiry
+from groupcoord._core import SESSION, MemberExpiry
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator.admin import (
     handle_consumer_group_describe,
@@ -63,6 +63,7 @@ from groupcoord.coordinator.consumer_records import (
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.join import handle_join_group
 from groupcoord.coordinator.membership import (
+    current_session_timeout,
     handle_heartbeat,
     handle_leave_group,
     handle_sync_group,
@@ -312,6 +313,31 @@ class GroupCoordinator:
             return True
         rb.now = before
         return False
+
+    def heartbeat_lease(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+    ) -> tuple[int, int, int] | None:
+        """``(session_timeout_ms, handle, session_deadline_ms)`` if the member is a current
+        member of a Stable group in ``generation_id`` (a heartbeat of it would be answered
+        with no error and a session refresh), with its handle and deadline in
+        :attr:`member_expiry`; else ``None``. For a
+        shell that answers such heartbeats itself until the group may change (the native
+        shell, :mod:`groupcoord.server.native_listener`), applying the refreshes to
+        :attr:`member_expiry` before each call at a later time. Changes nothing."""
+        timeout = current_session_timeout(
+            self._rb, group_id, member_id, generation_id, group_instance_id
+        )
+        if timeout is None:
+            return None
+        expiry = self._rb.expiry
+        deadline = expiry.deadline(group_id, member_id, SESSION)
+        if deadline is None:  # a current member always has one; nothing to lease without
+            return None
+        return timeout, expiry.handle(group_id, member_id), deadline
 
     def quiet_offset_commit(
         self,

@@ -151,6 +151,27 @@ def _on_assignment_persisted(rb: Rebalancer, group: Group, generation: int, ok: 
 # ------------------------------------------------------------------------------ Heartbeat
 
 
+def current_session_timeout(
+    rb: Rebalancer,
+    group_id: str,
+    member_id: str,
+    generation_id: int,
+    group_instance_id: str | None,
+) -> int | None:
+    """The session timeout of a current member of a Stable group (its generation, and its
+    ``group.instance.id`` if it gives one): a heartbeat of it is answered with no error
+    and a session refresh. ``None`` for every other case."""
+    group = rb.groups.get(group_id)
+    if group is None or group.state is not _STABLE or generation_id != group.generation_id:
+        return None
+    member = group.members.get(member_id)
+    if member is None or (
+        group_instance_id is not None and group.static_members.get(group_instance_id) != member_id
+    ):
+        return None
+    return member.session_timeout_ms
+
+
 def refresh_current_member(
     rb: Rebalancer,
     group_id: str,
@@ -158,18 +179,13 @@ def refresh_current_member(
     generation_id: int,
     group_instance_id: str | None,
 ) -> bool:
-    """Heartbeat's hot path: a current member of a Stable group (its generation, and its
-    ``group.instance.id`` if it has one) has its session refreshed at ``rb.now``, and the
-    answer is no error. ``False`` (nothing changed) for every other case."""
-    group = rb.groups.get(group_id)
-    if group is None or group.state is not _STABLE or generation_id != group.generation_id:
+    """Heartbeat's hot path: a current member (:func:`current_session_timeout`) has its
+    session refreshed at ``rb.now``, and the answer is no error. ``False`` (nothing
+    changed) for every other case."""
+    timeout = current_session_timeout(rb, group_id, member_id, generation_id, group_instance_id)
+    if timeout is None:
         return False
-    member = group.members.get(member_id)
-    if member is None or (
-        group_instance_id is not None and group.static_members.get(group_instance_id) != member_id
-    ):
-        return False
-    rb.expiry.heartbeat(group_id, member_id, rb.now, member.session_timeout_ms)
+    rb.expiry.heartbeat(group_id, member_id, rb.now, timeout)
     return True
 
 

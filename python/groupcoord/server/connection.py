@@ -217,7 +217,7 @@ class Connection:
                         if type(reply) is bytes:
                             stats.request(frame[:2], perf_counter() - start)
                         elif isinstance(reply, asyncio.Future):
-                            self._time_later(reply, frame[:2], start, stats)
+                            self.time_later(reply, frame[:2], start, stats)
                 except InvalidRequestError as e:
                     return self._abort(str(e))
                 except Exception as e:  # a handler bug must not take the server down
@@ -239,7 +239,7 @@ class Connection:
             await self._room.wait()
 
     @staticmethod
-    def _time_later(
+    def time_later(
         reply: asyncio.Future[bytes | None], api_key: bytes, start: float, stats: ServerStats
     ) -> None:
         """Count a parked request's latency once its reply is ready (or given up on)."""

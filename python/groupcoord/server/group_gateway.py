@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterable
@@ -29,16 +30,21 @@ from collections.abc import Callable, Iterable
 from groupcoord.coordinator import (
     GroupCoordinator,
     HeartbeatRequest,
+    HeartbeatResponse,
     Listeners,
     MemberListener,
+    MemberRemoved,
     MemoryOffsetStore,
     OffsetStore,
     Output,
     RebalanceCompleted,
     RebalanceListener,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
 from groupcoord.coordinator.topics import TopicMetadata
+from groupcoord.server.native_heartbeats import NativeHeartbeats, groups_changed_by
 from groupcoord.server.persistence import StoreWriter
 
 __all__ = ["GroupGateway", "log_rebalance"]
@@ -112,7 +118,15 @@ class GroupGateway:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._closed = False
+        #: native shells answering admitted members' heartbeats (native_heartbeats.py)
+        self._native: list[NativeHeartbeats] = []
         self._listeners.add_rebalance_listener(log_rebalance)
+
+    def attach_native(self, shell: NativeHeartbeats) -> None:
+        """Let ``shell`` answer the heartbeats of members this gateway admits (after
+        answering one of theirs with no error), keeping it honest as
+        :mod:`~groupcoord.server.native_heartbeats` says."""
+        self._native.append(shell)
 
     def add_rebalance_listener(self, listener: RebalanceListener) -> None:
         """Call ``listener(RebalanceCompleted)`` for every completed rebalance."""
@@ -156,7 +170,40 @@ class GroupGateway:
             return self.submit(request)
         token = request.correlation
         assert isinstance(token, int)
-        return self._handle(token, request)
+        answered = self._handle(token, request)
+        if self._native and type(answered) is HeartbeatResponse and answered.error_code == 0:
+            self._admit(request)
+        return answered
+
+    def _admit(self, request: HeartbeatRequest | SyncGroupRequest) -> None:
+        """The member's like heartbeats may be answered natively from now on."""
+        coordinator = self.coordinator
+        lease = coordinator.heartbeat_lease(
+            request.group_id, request.member_id, request.generation_id, request.group_instance_id
+        )
+        if lease is None:
+            return
+        timeout, handle, deadline = lease
+        for shell in self._native:
+            shell.admit(
+                request.group_id,
+                request.member_id,
+                request.generation_id,
+                request.group_instance_id,
+                timeout,
+                handle,
+                deadline,
+            )
+
+    def _now(self) -> int:
+        """The time for a coordinator call, with the sessions native shells refreshed
+        applied first (so the coordinator's deadlines are exact at that time)."""
+        now = self._now_ms()
+        if self._native:
+            expiry = self.coordinator.member_expiry
+            for shell in self._native:
+                shell.sync_expiry(expiry, now)
+        return now
 
     def update_topics(self, topics: Iterable[TopicMetadata]) -> None:
         """The cluster's topics are now ``topics`` (all of them): KIP-848 groups assign
@@ -164,7 +211,10 @@ class GroupGateway:
         after every topic created, grown or deleted."""
         if self._closed:
             return
-        self._apply(self.coordinator.update_topics(topics, self._now_ms()))
+        now = self._now()
+        for shell in self._native:
+            shell.invalidate_all()
+        self._apply(self.coordinator.update_topics(topics, now))
 
     def new_correlation(self) -> int:
         """A correlation token for a request about to be submitted (saves :meth:`submit`
@@ -180,12 +230,36 @@ class GroupGateway:
     def _handle(
         self, token: int, request: CoordinatorRequest
     ) -> CoordinatorResponse | asyncio.Future[CoordinatorResponse]:
-        immediate = self._apply(self.coordinator.handle(request, self._now_ms()), token)
+        now = self._now()
+        if self._native:
+            changed = groups_changed_by(request)
+            for shell in self._native:
+                if changed is None:
+                    shell.invalidate_all()
+                for group_id in changed or ():
+                    shell.invalidate_group(group_id)
+        immediate = self._apply(self.coordinator.handle(request, now), token)
         if immediate is not None:
+            if self._native and type(request) is SyncGroupRequest:
+                self._admit_synced(request, immediate)
             return immediate
         future: asyncio.Future[CoordinatorResponse] = asyncio.get_running_loop().create_future()
         self._pending[token] = future
+        if self._native and type(request) is SyncGroupRequest:
+            future.add_done_callback(functools.partial(self._admit_when_synced, request))
         return future
+
+    def _admit_when_synced(
+        self, request: SyncGroupRequest, done: asyncio.Future[CoordinatorResponse]
+    ) -> None:
+        if not done.cancelled():
+            self._admit_synced(request, done.result())
+
+    def _admit_synced(self, request: SyncGroupRequest, response: CoordinatorResponse) -> None:
+        """A member that got its assignment is current in a Stable group (the coordinator
+        checks): its heartbeats may be answered natively from the first one."""
+        if isinstance(response, SyncGroupResponse) and response.error_code == 0:
+            self._admit(request)
 
     def _apply(self, out: Output, current: int = 0) -> CoordinatorResponse | None:
         """Act on a coordinator call's output: tell the listeners, hand the records to the
@@ -196,6 +270,8 @@ class GroupGateway:
         while True:
             responses, writes, events = out
             if events:
+                if self._native:
+                    self._forget_removed(events)
                 self._listeners.notify(events)
             released = self._release(responses, current)
             if released is not None:
@@ -205,14 +281,30 @@ class GroupGateway:
             ok = self.writer.submit(writes)
             if ok is None:
                 break
-            out = self.coordinator.persisted(writes.batch_id, ok, self._now_ms())
+            if not ok:
+                self._forget_everyone()
+            out = self.coordinator.persisted(writes.batch_id, ok, self._now())
         self._arm_timer()
         return immediate
+
+    def _forget_removed(self, events: Iterable[object]) -> None:
+        """A member removed (expired, left) changes its group: native shells forget it."""
+        for event in events:
+            if isinstance(event, MemberRemoved):
+                for shell in self._native:
+                    shell.invalidate_group(event.group_id)
+
+    def _forget_everyone(self) -> None:
+        """A failed write may move groups back to a rebalance."""
+        for shell in self._native:
+            shell.invalidate_all()
 
     def _on_persisted(self, batch_id: int, ok: bool) -> None:
         if self._closed:
             return
-        self._apply(self.coordinator.persisted(batch_id, ok, self._now_ms()))
+        if not ok:
+            self._forget_everyone()
+        self._apply(self.coordinator.persisted(batch_id, ok, self._now()))
 
     def _release(
         self, responses: list[CoordinatorResponse], current: int
@@ -250,7 +342,7 @@ class GroupGateway:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline = None
-        self._apply(self.coordinator.tick(self._now_ms()))
+        self._apply(self.coordinator.tick(self._now()))
 
     async def flush(self) -> None:
         """Return once every record batch handed out so far is persisted and reported (the

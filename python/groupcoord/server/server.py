@@ -67,6 +67,7 @@ from groupcoord.server.fetch_wait import FetchWaiter
 from groupcoord.server.group_gateway import GroupGateway
 from groupcoord.server.heap import keep_freed_heap
 from groupcoord.server.listeners import Endpoint, parse_listener, tls_context, tls_principal
+from groupcoord.server.native_listener import NativeListener, bind_listener
 from groupcoord.server.stats import ServerStats
 from groupcoord.storage.acl_store import AclStore, MemoryAclStore, SqliteAclStore
 from groupcoord.storage.credential_store import SqliteCredentialStore
@@ -158,6 +159,10 @@ class ServerConfig:
     metrics_port: int | None = None
     #: the metrics endpoint's address (None: ``host``)
     metrics_host: str | None = None
+    #: serve PLAINTEXT listeners with the native shell (``--native-io``,
+    #: native_listener.py): sockets on a Rust thread, heartbeats of current members
+    #: answered there
+    native_io: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -213,6 +218,10 @@ class ServerConfig:
                     f"--sasl-mechanisms: {', '.join(unknown) or 'none given'} "
                     f"(supported: {', '.join(SASL_MECHANISMS)})"
                 )
+        if self.native_io and self.max_connections_per_ip is not None:
+            raise ValueError(
+                "--native-io does not enforce --max-connections-per-ip: use one or the other"
+            )
         if self.authorizer not in (None, "acl"):
             raise ValueError(f"unknown authorizer {self.authorizer!r} (the one there is: acl)")
         if self.authorizer is None and (self.super_users or self.allow_everyone_if_no_acl_found):
@@ -260,6 +269,8 @@ class Server:
         self.host = config.host
         self.port = config.port
         self._listeners: list[asyncio.Server] = []
+        #: PLAINTEXT listeners served by the native shell (native_io)
+        self._native: list[NativeListener] = []
         self._connections: dict[Connection, asyncio.Task[None]] = {}
         self._closed = asyncio.Event()
         self._closing = False
@@ -353,20 +364,25 @@ class Server:
         data_config = DataApiConfig(auto_create_partitions=config.auto_create_partitions)
         fetches: FetchWaiter | None = None
         for index, endpoint in enumerate(config.endpoints()):
-            # connections of listener ``index`` go to ``self._routes[index]``, filled in
-            # below once the bound port is known (nothing is accepted before start_serving)
-            listener = await asyncio.start_server(
-                functools.partial(self._on_connection, index),
-                endpoint.host,
-                endpoint.port,
-                ssl=tls if endpoint.tls else None,
-                start_serving=False,
-                reuse_address=True,
-            )
-            self._listeners.append(listener)
-            bound = Endpoint(
-                endpoint.protocol, endpoint.host, int(listener.sockets[0].getsockname()[1])
-            )
+            native_socket = None
+            if config.native_io and endpoint.protocol == "PLAINTEXT":
+                native_socket = bind_listener(endpoint.host, endpoint.port)
+                port = int(native_socket.getsockname()[1])
+            else:
+                # connections of listener ``index`` go to ``self._routes[index]``, filled
+                # in below once the bound port is known (nothing is accepted before
+                # start_serving)
+                listener = await asyncio.start_server(
+                    functools.partial(self._on_connection, index),
+                    endpoint.host,
+                    endpoint.port,
+                    ssl=tls if endpoint.tls else None,
+                    start_serving=False,
+                    reuse_address=True,
+                )
+                self._listeners.append(listener)
+                port = int(listener.sockets[0].getsockname()[1])
+            bound = Endpoint(endpoint.protocol, endpoint.host, port)
             self.endpoints.append(bound)
             # each listener tells clients its own address (Metadata, FindCoordinator)
             broker = BrokerInfo(
@@ -389,6 +405,8 @@ class Server:
                 sasl=bound.sasl,
             )
             self._routes.append((bound, dispatcher))
+            if native_socket is not None:
+                self._native.append(self._native_listener(native_socket, dispatcher, gateway))
         self.host, self.port = self.endpoints[0].host, self.endpoints[0].port
         if self.stats is not None:
             # imported here: prometheus_client is loaded only when metrics are served
@@ -405,6 +423,8 @@ class Server:
             log.info("metrics on http://%s:%d/metrics", self.metrics.host, self.metrics.port)
         for listener in self._listeners:
             await listener.start_serving()
+        for native in self._native:
+            native.start()
         self._arm_idle_timer()
         for endpoint in self.endpoints:
             log.info(
@@ -414,6 +434,29 @@ class Server:
                 endpoint.port,
                 "in memory" if config.data_dir is None else os.path.abspath(config.data_dir),
             )
+
+    def _native_listener(
+        self, sock: socket.socket, dispatcher: Dispatcher, gateway: GroupGateway
+    ) -> NativeListener:
+        """A listener on the native shell; it answers admitted members' heartbeats unless
+        an authorizer must see every request."""
+        config = self.config
+        answer_heartbeats = config.authorizer is None
+        native = NativeListener(
+            sock,
+            dispatcher,
+            now_ms=self.clock(),
+            max_frame_bytes=config.max_frame_bytes,
+            answer_heartbeats=answer_heartbeats,
+            max_buffered_bytes=config.max_buffered_bytes_per_connection,
+            write_timeout_ms=config.connections_write_timeout_ms,
+            idle_ms=config.connections_max_idle_ms,
+            max_connections=config.max_connections,
+            stats=self.stats,
+        )
+        if answer_heartbeats:
+            gateway.attach_native(native.shell)
+        return native
 
     def _open_credentials(self) -> SqliteCredentialStore | None:
         """The users of SASL listeners (none without one)."""
@@ -472,6 +515,8 @@ class Server:
                 # answer the commits already received before the connections close
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.gateway.flush(), SHUTDOWN_GRACE_S)
+            for native in self._native:
+                native.close()
             for connection in list(self._connections):
                 connection.close("server shutdown")
             if self._fetches is not None:
@@ -502,7 +547,7 @@ class Server:
 
     @property
     def connections(self) -> int:
-        return len(self._connections)
+        return len(self._connections) + sum(n.connections for n in self._native)
 
     # ------------------------------------------------------------------ connections
 
@@ -610,6 +655,11 @@ class Server:
                     self.stats.closed("idle")
                 connection.close("idle")
         self._arm_idle_timer()
+
+    @property
+    def native_listeners(self) -> list[NativeListener]:
+        """The listeners served by the native shell (``native_io``), in endpoint order."""
+        return list(self._native)
 
     @property
     def open_connections(self) -> list[Connection]:

@@ -1,0 +1,247 @@
+"""A PLAINTEXT listener served by the native shell (``groupcoord serve --native-io``).
+
+:class:`groupcoord._core.NetShell` runs the listener's sockets on a Rust thread, off the
+GIL: it accepts, reads, splits frames, writes replies in each connection's request order,
+and answers the heartbeats of members the coordinator admitted
+(:mod:`~groupcoord.server.native_heartbeats`). Every other frame comes here in batches:
+the event loop is woken through the shell's ``notify_fd``, :meth:`NativeListener._on_ready`
+dispatches the batch with the same :class:`~groupcoord.server.dispatch.Dispatcher` as the
+asyncio connections (:mod:`~groupcoord.server.connection`), and hands the replies back in
+one call. A reply the coordinator parks (a JoinGroup) goes back when its future resolves;
+the shell holds the connection's later replies until then.
+
+What differs from the asyncio listener: no TLS or SASL (those listeners stay asyncio);
+``max.connections`` and ``max.connections.per.ip`` count this listener's connections only;
+a frame the dispatcher cannot read closes the connection without sending the replies still
+held behind a parked one (the asyncio connection does the same).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
+from time import perf_counter
+
+from groupcoord._core import NetShell
+from groupcoord.errors import InvalidRequestError
+from groupcoord.protocol.heartbeat_codec import HEARTBEAT_API_KEY
+from groupcoord.security.acl import ANONYMOUS
+from groupcoord.server.connection import Connection
+from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.stats import ServerStats
+
+__all__ = ["NativeListener", "bind_listener"]
+
+log = logging.getLogger("groupcoord.server")
+
+#: frames dispatched per loop callback before the rest waits for the next (so timers and
+#: other listeners get the loop between batches)
+MAX_BATCH = 4096
+_HEARTBEAT_KEY = HEARTBEAT_API_KEY.to_bytes(2, "big")
+#: how the shell's reasons for closes that are nobody's fault start
+_ORDINARY_CLOSES = ("the client closed", "idle", "the server is shutting down")
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (its first address), as asyncio binds
+    (SO_REUSEADDR, the system's largest accept backlog)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class NativeListener:
+    """One listener's connections, served by a :class:`~groupcoord._core.NetShell`."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        dispatcher: Dispatcher,
+        *,
+        now_ms: int,
+        max_frame_bytes: int,
+        answer_heartbeats: bool,
+        max_buffered_bytes: int,
+        write_timeout_ms: int,
+        idle_ms: int | None,
+        max_connections: int | None,
+        stats: ServerStats | None = None,
+    ) -> None:
+        """``sock``: bound and listening (the shell takes it over); ``answer_heartbeats``:
+        the shell may answer admitted members' heartbeats (not with an authorizer, which
+        must see every request)."""
+        self.port = int(sock.getsockname()[1])
+        heartbeats = dispatcher.versions.get(HEARTBEAT_API_KEY) if answer_heartbeats else None
+        self.shell = NetShell(
+            sock.detach(),
+            now_ms=now_ms,
+            max_frame_bytes=max_frame_bytes,
+            heartbeat_versions=heartbeats,
+            max_buffered_bytes=max_buffered_bytes,
+            write_timeout_ms=write_timeout_ms,
+            idle_ms=idle_ms,
+            max_connections=max_connections,
+        )
+        self._dispatcher = dispatcher
+        self._stats = stats
+        #: open connections: id -> the client host as Kafka reports it ("/address")
+        self._hosts: dict[int, str] = {}
+        #: open connections: id -> "address:port", as the logs name connections
+        self._peers: dict[int, str] = {}
+        #: replies still being worked on, per connection (cancelled when it closes)
+        self._parked: defaultdict[int, set[asyncio.Future[bytes | None]]] = defaultdict(set)
+        self._counted = {"bytes_in": 0, "bytes_out": 0, "refused": 0, "heartbeats_answered": 0}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._backlog: list[tuple[int, int, bytes]] = []
+        #: replies ready since the last hand-over: they go to the shell together once per
+        #: loop iteration (one lock and one wake-up of its thread for all of them)
+        self._ready: list[tuple[int, int, bytes | None]] = []
+        #: requests parked since the last hand-over (their replies come later)
+        self._parked_now: list[tuple[int, int]] = []
+
+    @property
+    def connections(self) -> int:
+        return len(self._hosts)
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self.shell.notify_fd, self._on_ready)
+
+    def _on_ready(self) -> None:
+        opened, frames, closed = self.shell.take()
+        hosts = self._hosts
+        for conn, address, port in opened:
+            hosts[conn] = f"/{address}"
+            self._peers[conn] = f"{address}:{port}"
+        self._backlog.extend(frames)
+        self._dispatch_backlog()
+        for conn, reason in closed:
+            self._forget(conn, reason)
+        if self._stats is not None:
+            self._count()
+
+    def _dispatch_backlog(self) -> None:
+        backlog = self._backlog
+        batch, self._backlog = backlog[:MAX_BATCH], backlog[MAX_BATCH:]
+        if self._backlog and self._loop is not None:
+            self._loop.call_soon(self._dispatch_backlog)
+        dispatch = self._dispatcher.dispatch
+        stats = self._stats
+        hosts = self._hosts
+        replies = self._ready
+        for conn, seq, frame in batch:
+            host = hosts.get(conn)
+            if host is None:
+                continue  # closed on our side after a bad frame
+            try:
+                if stats is None:
+                    reply = dispatch(frame, host, ANONYMOUS)
+                else:
+                    start = perf_counter()
+                    reply = dispatch(frame, host, ANONYMOUS)
+                    if type(reply) is bytes:
+                        stats.request(frame[:2], perf_counter() - start)
+                    elif isinstance(reply, asyncio.Future):
+                        Connection.time_later(reply, frame[:2], start, stats)
+            except InvalidRequestError as e:
+                self._close(conn, str(e))
+                continue
+            except Exception as e:  # a handler bug must not take the server down
+                peer = self._peers.get(conn)
+                log.exception("request handling failed on %s", peer, extra={"client": peer})
+                self._close(conn, f"internal error: {type(e).__name__}")
+                continue
+            if reply is None or type(reply) is bytes:
+                replies.append((conn, seq, reply))
+            else:
+                assert isinstance(reply, asyncio.Future)
+                self._parked[conn].add(reply)
+                self._parked_now.append((conn, seq))
+                reply.add_done_callback(partial(self._later, conn, seq))
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        # emptied in place: a batch being dispatched appends to the same lists
+        if self._ready or self._parked_now:
+            self.shell.reply_many(self._ready, self._parked_now)
+            self._ready.clear()
+            self._parked_now.clear()
+
+    def _later(self, conn: int, seq: int, reply: asyncio.Future[bytes | None]) -> None:
+        parked = self._parked.get(conn)
+        if parked is None or reply not in parked:
+            return  # the connection is gone
+        parked.discard(reply)
+        if reply.cancelled():
+            # given up on (shutdown): a later reply would answer the wrong request
+            self._close(conn, "a parked request was given up")
+            return
+        error = reply.exception()
+        if error is not None:
+            peer = self._peers.get(conn)
+            log.error("request handling failed on %s", peer, exc_info=error, extra={"client": peer})
+            self._close(conn, "internal error")
+            return
+        if not self._ready and self._loop is not None:
+            self._loop.call_soon(self._hand_over)
+        self._ready.append((conn, seq, reply.result()))
+
+    def _close(self, conn: int, reason: str) -> None:
+        self._hand_over()  # what is ready before the close still goes out
+        self.shell.close_connection(conn, reason)
+        self._forget(conn, reason)
+
+    def _forget(self, conn: int, reason: str) -> None:
+        peer = self._peers.pop(conn, None)
+        if self._hosts.pop(conn, None) is not None:
+            if reason.startswith(_ORDINARY_CLOSES):
+                log.debug("connection %s closed: %s", peer, reason, extra={"client": peer})
+            else:  # a bad frame, a failed read or write: as the asyncio shell logs
+                log.warning("closing connection %s: %s", peer, reason, extra={"client": peer})
+            if self._stats is not None:
+                # the shell's reasons start with what the asyncio connections count
+                for kind in ("idle", "write_timeout"):
+                    if reason.startswith(kind):
+                        self._stats.closed(kind)
+        for reply in self._parked.pop(conn, ()):
+            reply.cancel()
+
+    def _count(self) -> None:
+        stats = self._stats
+        assert stats is not None
+        counters = self.shell.counters()
+        delta = {name: counters[name] - seen for name, seen in self._counted.items()}
+        self._counted = {name: counters[name] for name in self._counted}
+        stats.bytes_in += delta["bytes_in"]
+        stats.bytes_out += delta["bytes_out"]
+        for _ in range(delta["refused"]):
+            stats.refused("max.connections")
+        stats.answered_at_once(_HEARTBEAT_KEY, delta["heartbeats_answered"])
+
+    def counters(self) -> dict[str, int]:
+        """The shell's running totals (bytes, connections, heartbeats answered natively)."""
+        return self.shell.counters()
+
+    def close(self, on_closed: Callable[[], None] | None = None) -> None:
+        """Stop accepting and reading, send what is ready, close every connection."""
+        if self._loop is not None:
+            self._loop.remove_reader(self.shell.notify_fd)
+        for conn in list(self._parked):
+            self._forget(conn, "server shutdown")
+        self._hosts.clear()
+        self._peers.clear()
+        self.shell.stop()
+        if on_closed is not None:
+            on_closed()
