@@ -19,8 +19,10 @@ there. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another check
 
 Script: ``python benches/bench_durable.py commits [members] [connections] [seconds]`` or
 ``python benches/bench_durable.py heartbeats [members] [committers] [seconds]`` prints
-the results as JSON lines. Sizes under pytest: full (5,000 members; 1,000 committers)
-with ``--benchmark-only`` or ``GROUPCOORD_BENCH_SCALE=full``, else a smoke size.
+the results as JSON lines; ``--native-io`` after either serves with the native shell
+(the heartbeat test runs both shells). Sizes under pytest: full (5,000 members; 1,000
+committers) with ``--benchmark-only`` or ``GROUPCOORD_BENCH_SCALE=full``, else a smoke
+size.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bench_wire import (
     TOPICS,
@@ -332,9 +336,10 @@ def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def run(mode: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Start a durable server in a fresh directory, run one load, return the figures.
-    ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another checkout."""
+def run(mode: str, args: dict[str, Any], flags: Sequence[str] = ()) -> dict[str, Any]:
+    """Start a durable server in a fresh directory (with ``flags``, e.g. ``--native-io``),
+    run one load, return the figures. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the
+    server from another checkout."""
     env = dict(os.environ)
     other = os.environ.get("GROUPCOORD_BENCH_SERVER_PYTHONPATH")
     if other:
@@ -342,7 +347,7 @@ def run(mode: str, args: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-durable-") as data_dir:
         load_before = _load_average()
         store = ("--data-dir", data_dir)
-        extra = ("--topic", f"{COMMIT_TOPIC}:{GROUP_SIZE}")
+        extra = ("--topic", f"{COMMIT_TOPIC}:{GROUP_SIZE}", *flags)
         with bench_server(store, extra, env) as server:
             args = args | {"host": server.host, "port": server.port}
             with load_generator(mode, args, __file__) as gen:
@@ -352,7 +357,7 @@ def run(mode: str, args: dict[str, Any]) -> dict[str, Any]:
                 gen.stdin.flush()
                 result = dict(json.loads(gen.stdout.readline()))
                 cpu = server.cpu_seconds() - cpu_before
-    return args | result | {"server_cpu_s": cpu, "load_before": load_before}
+    return args | result | {"server_cpu_s": cpu, "load_before": load_before, "flags": list(flags)}
 
 
 def commits_args(members: int, connections: int, seconds: float) -> dict[str, Any]:
@@ -388,19 +393,23 @@ def test_bench_durable_commits(benchmark: Any, request: Any) -> None:
     )
 
 
-def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any) -> None:
+@pytest.mark.parametrize("shell", ["asyncio", "native-io"])
+def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any, shell: str) -> None:
     full = _full(request.config)
     members, committers, seconds = (5000, 1000, 10.0) if full else (200, 40, 1.0)
-    quiet = run("paced", paced_args(members, 0, seconds))
+    flags = ("--native-io",) if shell == "native-io" else ()
+    quiet = run("paced", paced_args(members, 0, seconds), flags)
     busy = benchmark.pedantic(
-        lambda: run("paced", paced_args(members, committers, seconds)), rounds=1, iterations=1
+        lambda: run("paced", paced_args(members, committers, seconds), flags),
+        rounds=1,
+        iterations=1,
     )
     assert quiet["errors"] == 0 and busy["errors"] == 0, (quiet, busy)
     assert busy["commits"] > 0
     ratio = busy["heartbeat_p99_ms"] / quiet["heartbeat_p99_ms"]
     benchmark.extra_info.update({"quiet": quiet, "busy": busy, "p99_ratio": ratio})
     print(
-        f"\nheartbeat p99, {members} members: {quiet['heartbeat_p99_ms']:.2f} ms alone, "
+        f"\n{shell}: heartbeat p99, {members} members: {quiet['heartbeat_p99_ms']:.2f} ms alone, "
         f"{busy['heartbeat_p99_ms']:.2f} ms with {committers} committing every 100 ms "
         f"({busy['commits'] / seconds:,.0f} commits/s, p99 {busy['commit_p99_ms']:.1f} ms): "
         f"{ratio:.2f}x; load {quiet['load_before']} / {busy['load_before']}"
@@ -408,6 +417,8 @@ def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any) -> None:
 
 
 def _main(argv: Sequence[str]) -> None:
+    flags = [a for a in argv if a.startswith("--")]
+    argv = [a for a in argv if not a.startswith("--")]
     mode = argv[0]
     if mode in ("commits", "paced") and len(argv) == 2 and argv[1].startswith("{"):
         # the load generator, started by run()
@@ -416,12 +427,14 @@ def _main(argv: Sequence[str]) -> None:
     elif mode == "commits":
         nums = [float(a) for a in argv[1:]]
         members, connections, seconds = (nums + [5000, 50, 10][len(nums) :])[:3]
-        print(json.dumps(run("commits", commits_args(int(members), int(connections), seconds))))
+        print(
+            json.dumps(run("commits", commits_args(int(members), int(connections), seconds), flags))
+        )
     elif mode == "heartbeats":
         nums = [float(a) for a in argv[1:]]
         members, committers, seconds = (nums + [5000, 1000, 10][len(nums) :])[:3]
         for k in (0, int(committers)):
-            print(json.dumps(run("paced", paced_args(int(members), k, seconds))), flush=True)
+            print(json.dumps(run("paced", paced_args(int(members), k, seconds), flags)), flush=True)
     else:
         raise SystemExit(f"usage: {__doc__}")
 

@@ -561,7 +561,7 @@ def bench_server(
         line = proc.stdout.readline()
         match = re.fullmatch(r"groupcoord listening on (.+):(\d+)\n", line)
         assert match, f"server did not start: {line!r}"
-        os.sched_setaffinity(proc.pid, _cpus()[0])
+        _pin_process(proc.pid, _cpus()[0])
         yield BenchServer(proc, match.group(1), int(match.group(2)))
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -570,6 +570,14 @@ def bench_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _pin_process(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` on ``cpus`` (``sched_setaffinity(pid)`` moves only the main
+    thread; the store's writer and a native shell's I/O thread are already running)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task), cpus)
 
 
 @contextlib.contextmanager
