@@ -47,6 +47,17 @@ def test_static_member_restart_causes_no_rebalance(server: Server, tmp_path: Pat
     scenarios.static_member_restart(server.bootstrap, CLIENT, "range", tmp_path)
 
 
+def test_group_lifecycle_over_the_native_shell(
+    serve_factory: Callable[..., Server], tmp_path: Path
+) -> None:
+    # --native-io answers a static or dynamic member's heartbeats on its own thread
+    server = serve_factory(*scenarios.topic_flags(*FAST_GROUP_FLAGS, "--native-io"))
+    scenarios.group_lifecycle(server.bootstrap, CLIENT, "range", tmp_path, cooperative=False)
+    static = tmp_path / "static"
+    static.mkdir()
+    scenarios.static_member_restart(server.bootstrap, CLIENT, "range", static)
+
+
 def test_10k_records_across_a_rebalance(server: Server, tmp_path: Path) -> None:
     scenarios.records_across_rebalance(server.bootstrap, CLIENT, "range", produce, tmp_path)
 

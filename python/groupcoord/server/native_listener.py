@@ -41,6 +41,8 @@ log = logging.getLogger("groupcoord.server")
 #: frames dispatched per loop callback before the rest waits for the next (so timers and
 #: other listeners get the loop between batches)
 MAX_BATCH = 4096
+#: how often the shell's counters go into the statistics when nothing else brings them
+STATS_INTERVAL_S = 1.0
 _HEARTBEAT_KEY = HEARTBEAT_API_KEY.to_bytes(2, "big")
 #: how the shell's reasons for closes that are nobody's fault start
 _ORDINARY_CLOSES = ("the client closed", "idle", "the server is shutting down")
@@ -105,6 +107,7 @@ class NativeListener:
         self._counted = {"bytes_in": 0, "bytes_out": 0, "refused": 0, "heartbeats_answered": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._backlog: list[tuple[int, int, bytes]] = []
+        self._counting: asyncio.TimerHandle | None = None
         #: replies ready since the last hand-over: they go to the shell together once per
         #: loop iteration (one lock and one wake-up of its thread for all of them)
         self._ready: list[tuple[int, int, bytes | None]] = []
@@ -118,6 +121,15 @@ class NativeListener:
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(self.shell.notify_fd, self._on_ready)
+        if self._stats is not None:
+            self._count_every_second()
+
+    def _count_every_second(self) -> None:
+        """The shell's counters into the statistics also when no frame comes to Python
+        (heartbeats answered natively): a scrape is at most a second behind."""
+        self._count()
+        assert self._loop is not None
+        self._counting = self._loop.call_later(STATS_INTERVAL_S, self._count_every_second)
 
     def _on_ready(self) -> None:
         opened, frames, closed = self.shell.take()
@@ -238,6 +250,8 @@ class NativeListener:
         """Stop accepting and reading, send what is ready, close every connection."""
         if self._loop is not None:
             self._loop.remove_reader(self.shell.notify_fd)
+        if self._counting is not None:
+            self._counting.cancel()
         for conn in list(self._parked):
             self._forget(conn, "server shutdown")
         self._hosts.clear()
