@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,11 +16,10 @@ from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic
 from kio.schema.types import TopicName
 from server_harness import run_scenario
-from wire_client import WireClient
+from wire_client import WireClient, pipeline_without_reading
 
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator import JoinGroupRequest
-from groupcoord.protocol.client import ClientCodec
 from groupcoord.protocol.group_messages import to_kio_request
 from groupcoord.server import Server, ServerConfig
 from serve_process import ServerProcess
@@ -151,16 +149,8 @@ def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> N
     requests = 2_000
 
     async def scenario(server: Server) -> None:
-        # a raw socket with a small receive buffer that pipelines and never reads
-        hog = socket.socket()
-        hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        hog.connect(("127.0.0.1", server.port))
-        hog.setblocking(False)
-        codec = ClientCodec(client_id="hog")
         big = MetadataV1(topics=(MetadataRequestTopic(name=TopicName("big")),))
-        frames = b"".join(codec.encode(big)[1] for _ in range(requests))
-        _, writer = await asyncio.open_connection(sock=hog)
-        writer.write(frames)  # the loop sends it as the server reads; never awaited
+        writer = await pipeline_without_reading(server.port, big, requests)
         await wait_until(lambda: server.connections == 1)
         (held,) = server.open_connections
         peak = 0

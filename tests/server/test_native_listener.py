@@ -8,7 +8,6 @@ The asyncio listener's own scenarios run over the native shell too
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 from hypothesis import given, settings
@@ -17,7 +16,7 @@ from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic
 from kio.schema.types import TopicName
 from server_harness import run_scenario, server_config
-from wire_client import WireClient
+from wire_client import WireClient, pipeline_without_reading
 
 from groupcoord.config import CoordinatorConfig
 from groupcoord.coordinator import (
@@ -33,7 +32,6 @@ from groupcoord.coordinator import (
     SyncGroupResponse,
 )
 from groupcoord.errors import MemberIdRequiredError
-from groupcoord.protocol.client import ClientCodec
 from groupcoord.protocol.group_messages import from_kio_response, to_kio_request
 from groupcoord.protocol.heartbeat_codec import encode_heartbeat_response
 from groupcoord.server import Server
@@ -285,15 +283,8 @@ def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> N
     requests = 2_000  # replies of ~20 KB: 40 MB if nothing held the client back
 
     async def scenario(server: Server) -> None:
-        hog = socket.socket()
-        hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        hog.connect(("127.0.0.1", server.port))
-        hog.setblocking(False)
-        codec = ClientCodec(client_id="hog")
         big = MetadataV1(topics=(MetadataRequestTopic(name=TopicName("big")),))
-        frames = b"".join(codec.encode(big)[1] for _ in range(requests))
-        _, writer = await asyncio.open_connection(sock=hog)
-        writer.write(frames)
+        writer = await pipeline_without_reading(server.port, big, requests)
         (listener,) = server.native_listeners
         end = time.monotonic() + 1.5
         while time.monotonic() < end:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from typing import Any
 
 from groupcoord.protocol.client import ClientCodec, ReceivedResponse
@@ -76,3 +77,20 @@ class WireClient:
         self.writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.wait_closed()
+
+
+async def pipeline_without_reading(
+    port: int, request: Any, count: int, *, receive_buffer: int = 4096
+) -> asyncio.StreamWriter:
+    """A client that pipelines ``count`` copies of ``request`` and never reads: a socket
+    with a small receive buffer, written by the loop as the server takes the bytes. Abort
+    the returned writer's transport to end it."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect(("127.0.0.1", port))
+    sock.setblocking(False)
+    codec = ClientCodec(client_id="hog")
+    frames = b"".join(codec.encode(request)[1] for _ in range(count))
+    _, writer = await asyncio.open_connection(sock=sock)
+    writer.write(frames)  # the loop sends it as the server reads; never awaited
+    return writer

@@ -76,7 +76,7 @@ impl<'a> Cursor<'a> {
 
 /// The request in `frame` (a frame body: header and payload, no size prefix) if it is a
 /// Heartbeat of a version in `versions` in its common shape; else `None`.
-pub fn read_common(frame: &[u8], versions: (i16, i16)) -> Option<HeartbeatFrame<'_>> {
+pub fn read_common<'a>(frame: &'a [u8], versions: (i16, i16)) -> Option<HeartbeatFrame<'a>> {
     let mut c = Cursor { frame, pos: 0 };
     if c.i16()? != HEARTBEAT_API_KEY {
         return None;
@@ -87,44 +87,36 @@ pub fn read_common(frame: &[u8], versions: (i16, i16)) -> Option<HeartbeatFrame<
     }
     let correlation_id = c.i32()?;
     c.legacy(true)?; // client id: checked (Python would refuse bad UTF-8), not used
-    let frame = if version >= FLEXIBLE {
-        if c.u8()? != 0 {
-            return None; // header tagged fields
-        }
-        let group_id = c.compact(false)??;
-        let generation_id = c.i32()?;
-        let member_id = c.compact(false)??;
-        let group_instance_id = c.compact(true)?;
-        if c.u8()? != 0 {
-            return None; // body tagged fields
-        }
-        HeartbeatFrame {
-            version,
-            correlation_id,
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-        }
-    } else {
-        let group_id = c.legacy(false)??;
-        let generation_id = c.i32()?;
-        let member_id = c.legacy(false)??;
-        let group_instance_id = if version >= 3 { c.legacy(true)? } else { None };
-        HeartbeatFrame {
-            version,
-            correlation_id,
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
+    let flexible = version >= FLEXIBLE;
+    let string = |c: &mut Cursor<'a>, nullable| {
+        if flexible {
+            c.compact(nullable)
+        } else {
+            c.legacy(nullable)
         }
     };
-    (c.pos == frame_len(&c)).then_some(frame)
-}
-
-fn frame_len(c: &Cursor<'_>) -> usize {
-    c.frame.len()
+    if flexible && c.u8()? != 0 {
+        return None; // header tagged fields
+    }
+    let group_id = string(&mut c, false)??;
+    let generation_id = c.i32()?;
+    let member_id = string(&mut c, false)??;
+    let group_instance_id = if version >= 3 {
+        string(&mut c, true)?
+    } else {
+        None
+    };
+    if flexible && c.u8()? != 0 {
+        return None; // body tagged fields
+    }
+    (c.pos == frame.len()).then_some(HeartbeatFrame {
+        version,
+        correlation_id,
+        group_id,
+        generation_id,
+        member_id,
+        group_instance_id,
+    })
 }
 
 /// A whole Heartbeat response frame (size prefix included): the coordinator never
