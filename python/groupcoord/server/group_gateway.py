@@ -27,6 +27,7 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable
 
+from groupcoord._core import NetShell
 from groupcoord.coordinator import (
     GroupCoordinator,
     HeartbeatRequest,
@@ -44,7 +45,7 @@ from groupcoord.coordinator import (
 )
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.server.native_heartbeats import NativeHeartbeats, groups_changed_by
+from groupcoord.server.native_heartbeats import groups_changed_by
 from groupcoord.server.persistence import StoreWriter
 
 __all__ = ["GroupGateway", "log_rebalance"]
@@ -119,10 +120,10 @@ class GroupGateway:
         self._timer_deadline: int | None = None
         self._closed = False
         #: native shells answering admitted members' heartbeats (native_heartbeats.py)
-        self._native: list[NativeHeartbeats] = []
+        self._native: list[NetShell] = []
         self._listeners.add_rebalance_listener(log_rebalance)
 
-    def attach_native(self, shell: NativeHeartbeats) -> None:
+    def attach_native(self, shell: NetShell) -> None:
         """Let ``shell`` answer the heartbeats of members this gateway admits (after
         answering one of theirs with no error), keeping it honest as
         :mod:`~groupcoord.server.native_heartbeats` says."""

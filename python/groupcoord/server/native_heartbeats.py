@@ -1,5 +1,6 @@
 """What the gateway tells a native shell that answers heartbeats itself
-(:class:`groupcoord._core.NetShell`, see :mod:`groupcoord.server.native_listener`).
+(:class:`groupcoord._core.NetShell`, see :mod:`groupcoord.server.native_listener`), and
+which requests may change a group.
 
 The shell answers the heartbeats of members the coordinator found current (it *admits*
 them after answering one), so the coordinator must keep it honest:
@@ -18,9 +19,6 @@ Why this is enough is in ``rust/src/net/fast_heartbeats.rs``.
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from groupcoord._core import MemberExpiry
 from groupcoord.coordinator import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -33,28 +31,7 @@ from groupcoord.coordinator import (
 from groupcoord.coordinator.consumer_messages import ConsumerGroupDescribeRequest
 from groupcoord.coordinator.output import CoordinatorRequest
 
-__all__ = ["NativeHeartbeats", "groups_changed_by"]
-
-
-class NativeHeartbeats(Protocol):
-    """The part of a ``NetShell`` the gateway drives."""
-
-    def admit(
-        self,
-        group_id: str,
-        member_id: str,
-        generation_id: int,
-        group_instance_id: str | None,
-        session_timeout_ms: int,
-        handle: int,
-        session_deadline_ms: int,
-    ) -> None: ...
-
-    def invalidate_group(self, group_id: str) -> bool: ...
-
-    def invalidate_all(self) -> None: ...
-
-    def sync_expiry(self, expiry: MemberExpiry, now_ms: int) -> int: ...
+__all__ = ["groups_changed_by"]
 
 
 #: requests that leave every group's members, generation and state as they are
