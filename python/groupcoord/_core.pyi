@@ -546,27 +546,21 @@ class NetShell:
     @property
     def notify_fd(self) -> int:
         """Readable when ``take()`` has something."""
-    @property
-    def running(self) -> bool:
-        """Whether the I/O thread runs."""
-    def now_ms(self) -> int:
-        """The shell's clock: ``now_ms`` at the start, advanced monotonically."""
     def take(
         self,
     ) -> tuple[list[tuple[int, str, int]], list[tuple[int, int, bytes]], list[tuple[int, str]]]:
-        """``(opened, frames, closed)``: new connections ``(conn, peer_ip, peer_port)``, frames to
-        dispatch ``(conn, seq, body)``, connections gone ``(conn, reason)``."""
-    def reply(self, conn: int, seq: int, frame: bytes | None) -> None:
-        """The reply frame (size prefix included) to request ``seq`` of ``conn``; None:
-        it has none. Ignored for a connection gone."""
+        """``(opened, frames, closed)``: new connections ``(conn, peer_ip, peer_port)``,
+        frames to dispatch ``(conn, seq, body)``, connections gone ``(conn, reason)``."""
     def reply_many(
         self,
         replies: list[tuple[int, int, bytes | None]],
         parked: list[tuple[int, int]] | None = None,
     ) -> None:
-        """Many ``reply`` calls at once, and the ``(conn, seq)`` of requests parked (their
-        replies come later: they no longer count as being with Python). Checked in full
-        before anything is handed over (``TypeError`` for a frame that is not bytes)."""
+        """Replies ``(conn, seq, frame)`` (size prefix included; None: the request has
+        none; ignored for a connection gone), and the ``(conn, seq)`` of requests parked
+        (their replies come later: they no longer count as being with Python). Checked in
+        full before anything is handed over (``TypeError`` for a frame that is not
+        bytes)."""
     def close_connection(self, conn: int, reason: str) -> None:
         """Close ``conn`` at once: nothing more is read or sent on it."""
     def admit(

@@ -31,21 +31,18 @@ from groupcoord._core import NetShell
 from groupcoord.coordinator import (
     GroupCoordinator,
     HeartbeatRequest,
-    HeartbeatResponse,
     Listeners,
     MemberListener,
-    MemberRemoved,
     MemoryOffsetStore,
     OffsetStore,
     Output,
     RebalanceCompleted,
     RebalanceListener,
     SyncGroupRequest,
-    SyncGroupResponse,
 )
 from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.server.native_heartbeats import groups_changed_by
+from groupcoord.server.native_heartbeats import NativeShells
 from groupcoord.server.persistence import StoreWriter
 
 __all__ = ["GroupGateway", "log_rebalance"]
@@ -120,14 +117,14 @@ class GroupGateway:
         self._timer_deadline: int | None = None
         self._closed = False
         #: native shells answering admitted members' heartbeats (native_heartbeats.py)
-        self._native: list[NetShell] = []
+        self._native = NativeShells()
         self._listeners.add_rebalance_listener(log_rebalance)
 
     def attach_native(self, shell: NetShell) -> None:
         """Let ``shell`` answer the heartbeats of members this gateway admits (after
         answering one of theirs with no error), keeping it honest as
         :mod:`~groupcoord.server.native_heartbeats` says."""
-        self._native.append(shell)
+        self._native.attach(shell)
 
     def add_rebalance_listener(self, listener: RebalanceListener) -> None:
         """Call ``listener(RebalanceCompleted)`` for every completed rebalance."""
@@ -172,38 +169,16 @@ class GroupGateway:
         token = request.correlation
         assert isinstance(token, int)
         answered = self._handle(token, request)
-        if self._native and type(answered) is HeartbeatResponse and answered.error_code == 0:
-            self._admit(request)
+        if self._native and not isinstance(answered, asyncio.Future):
+            self._native.admit(self.coordinator, request, answered)
         return answered
-
-    def _admit(self, request: HeartbeatRequest | SyncGroupRequest) -> None:
-        """The member's like heartbeats may be answered natively from now on."""
-        coordinator = self.coordinator
-        lease = coordinator.heartbeat_lease(
-            request.group_id, request.member_id, request.generation_id, request.group_instance_id
-        )
-        if lease is None:
-            return
-        timeout, handle, deadline = lease
-        for shell in self._native:
-            shell.admit(
-                request.group_id,
-                request.member_id,
-                request.generation_id,
-                request.group_instance_id,
-                timeout,
-                handle,
-                deadline,
-            )
 
     def _now(self) -> int:
         """The time for a coordinator call, with the sessions native shells refreshed
         applied first (so the coordinator's deadlines are exact at that time)."""
         now = self._now_ms()
         if self._native:
-            expiry = self.coordinator.member_expiry
-            for shell in self._native:
-                shell.sync_expiry(expiry, now)
+            self._native.sync(self.coordinator, now)
         return now
 
     def update_topics(self, topics: Iterable[TopicMetadata]) -> None:
@@ -213,8 +188,7 @@ class GroupGateway:
         if self._closed:
             return
         now = self._now()
-        for shell in self._native:
-            shell.invalidate_all()
+        self._native.forget_everyone()
         self._apply(self.coordinator.update_topics(topics, now))
 
     def new_correlation(self) -> int:
@@ -232,35 +206,27 @@ class GroupGateway:
         self, token: int, request: CoordinatorRequest
     ) -> CoordinatorResponse | asyncio.Future[CoordinatorResponse]:
         now = self._now()
-        if self._native:
-            changed = groups_changed_by(request)
-            for shell in self._native:
-                if changed is None:
-                    shell.invalidate_all()
-                for group_id in changed or ():
-                    shell.invalidate_group(group_id)
+        native = self._native
+        if native:
+            native.before(request)
         immediate = self._apply(self.coordinator.handle(request, now), token)
+        # a member that got its assignment is admitted from its first heartbeat on
+        synced = request if native and isinstance(request, SyncGroupRequest) else None
         if immediate is not None:
-            if self._native and type(request) is SyncGroupRequest:
-                self._admit_synced(request, immediate)
+            if synced is not None:
+                native.admit(self.coordinator, synced, immediate)
             return immediate
         future: asyncio.Future[CoordinatorResponse] = asyncio.get_running_loop().create_future()
         self._pending[token] = future
-        if self._native and type(request) is SyncGroupRequest:
-            future.add_done_callback(functools.partial(self._admit_when_synced, request))
+        if synced is not None:
+            future.add_done_callback(functools.partial(self._admit_when_answered, synced))
         return future
 
-    def _admit_when_synced(
+    def _admit_when_answered(
         self, request: SyncGroupRequest, done: asyncio.Future[CoordinatorResponse]
     ) -> None:
         if not done.cancelled():
-            self._admit_synced(request, done.result())
-
-    def _admit_synced(self, request: SyncGroupRequest, response: CoordinatorResponse) -> None:
-        """A member that got its assignment is current in a Stable group (the coordinator
-        checks): its heartbeats may be answered natively from the first one."""
-        if isinstance(response, SyncGroupResponse) and response.error_code == 0:
-            self._admit(request)
+            self._native.admit(self.coordinator, request, done.result())
 
     def _apply(self, out: Output, current: int = 0) -> CoordinatorResponse | None:
         """Act on a coordinator call's output: tell the listeners, hand the records to the
@@ -272,7 +238,7 @@ class GroupGateway:
             responses, writes, events = out
             if events:
                 if self._native:
-                    self._forget_removed(events)
+                    self._native.after(events)
                 self._listeners.notify(events)
             released = self._release(responses, current)
             if released is not None:
@@ -282,30 +248,21 @@ class GroupGateway:
             ok = self.writer.submit(writes)
             if ok is None:
                 break
-            if not ok:
-                self._forget_everyone()
-            out = self.coordinator.persisted(writes.batch_id, ok, self._now())
+            out = self._persisted(writes.batch_id, ok)
         self._arm_timer()
         return immediate
 
-    def _forget_removed(self, events: Iterable[object]) -> None:
-        """A member removed (expired, left) changes its group: native shells forget it."""
-        for event in events:
-            if isinstance(event, MemberRemoved):
-                for shell in self._native:
-                    shell.invalidate_group(event.group_id)
-
-    def _forget_everyone(self) -> None:
-        """A failed write may move groups back to a rebalance."""
-        for shell in self._native:
-            shell.invalidate_all()
+    def _persisted(self, batch_id: int, ok: bool) -> Output:
+        """Tell the coordinator a batch is persisted (``ok``) or failed: a failed write may
+        move any group back to a rebalance, so native shells forget everyone first."""
+        if not ok:
+            self._native.forget_everyone()
+        return self.coordinator.persisted(batch_id, ok, self._now())
 
     def _on_persisted(self, batch_id: int, ok: bool) -> None:
         if self._closed:
             return
-        if not ok:
-            self._forget_everyone()
-        self._apply(self.coordinator.persisted(batch_id, ok, self._now()))
+        self._apply(self._persisted(batch_id, ok))
 
     def _release(
         self, responses: list[CoordinatorResponse], current: int

@@ -1,6 +1,6 @@
-"""What the gateway tells a native shell that answers heartbeats itself
-(:class:`groupcoord._core.NetShell`, see :mod:`groupcoord.server.native_listener`), and
-which requests may change a group.
+"""What the gateway tells the native shells that answer heartbeats themselves
+(:class:`groupcoord._core.NetShell`, see :mod:`groupcoord.server.native_listener`):
+:class:`NativeShells`, which the gateway calls around each coordinator call.
 
 The shell answers the heartbeats of members the coordinator found current (it *admits*
 them after answering one), so the coordinator must keep it honest:
@@ -19,19 +19,27 @@ Why this is enough is in ``rust/src/net/fast_heartbeats.rs``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from groupcoord._core import NetShell
 from groupcoord.coordinator import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    GroupCoordinator,
     HeartbeatRequest,
+    HeartbeatResponse,
     ListGroupsRequest,
+    MemberRemoved,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from groupcoord.coordinator.consumer_messages import ConsumerGroupDescribeRequest
-from groupcoord.coordinator.output import CoordinatorRequest
+from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
 
-__all__ = ["groups_changed_by"]
+__all__ = ["NativeShells", "groups_changed_by"]
 
 
 #: requests that leave every group's members, generation and state as they are
@@ -56,3 +64,76 @@ def groups_changed_by(request: CoordinatorRequest) -> tuple[str, ...] | None:
         return request.groups_names
     group_id = getattr(request, "group_id", None)
     return (group_id,) if isinstance(group_id, str) else None
+
+
+class NativeShells:
+    """The shells one gateway keeps honest (none: every call here does nothing)."""
+
+    def __init__(self) -> None:
+        self._shells: list[NetShell] = []
+
+    def attach(self, shell: NetShell) -> None:
+        self._shells.append(shell)
+
+    def __bool__(self) -> bool:
+        return bool(self._shells)
+
+    def sync(self, coordinator: GroupCoordinator, now_ms: int) -> None:
+        """Before a coordinator call at ``now_ms``: the sessions the shells refreshed go
+        into its ``MemberExpiry``."""
+        expiry = coordinator.member_expiry
+        for shell in self._shells:
+            shell.sync_expiry(expiry, now_ms)
+
+    def before(self, request: CoordinatorRequest) -> None:
+        """Before ``request`` is handled: forget the groups it may change."""
+        changed = groups_changed_by(request)
+        if changed is None:
+            self.forget_everyone()
+            return
+        for group_id in changed:
+            for shell in self._shells:
+                shell.invalidate_group(group_id)
+
+    def after(self, events: Iterable[object]) -> None:
+        """After a call whose events removed members (expired, left): forget their
+        groups."""
+        for event in events:
+            if isinstance(event, MemberRemoved):
+                for shell in self._shells:
+                    shell.invalidate_group(event.group_id)
+
+    def forget_everyone(self) -> None:
+        """A failed write, a change of topics: any group may change."""
+        for shell in self._shells:
+            shell.invalidate_all()
+
+    def admit(
+        self,
+        coordinator: GroupCoordinator,
+        request: HeartbeatRequest | SyncGroupRequest,
+        response: CoordinatorResponse,
+    ) -> None:
+        """After the coordinator answered ``request`` (a heartbeat, or a SyncGroup that
+        gave the member its assignment) with no error: if the member is current in a
+        Stable group (the coordinator checks), the shells answer its like heartbeats."""
+        if not isinstance(response, HeartbeatResponse | SyncGroupResponse):
+            return
+        if response.error_code != 0:
+            return
+        lease = coordinator.heartbeat_lease(
+            request.group_id, request.member_id, request.generation_id, request.group_instance_id
+        )
+        if lease is None:
+            return
+        timeout, handle, deadline = lease
+        for shell in self._shells:
+            shell.admit(
+                request.group_id,
+                request.member_id,
+                request.generation_id,
+                request.group_instance_id,
+                timeout,
+                handle,
+                deadline,
+            )

@@ -22,7 +22,6 @@ import asyncio
 import logging
 import socket
 from collections import defaultdict
-from collections.abc import Callable
 from functools import partial
 from time import perf_counter
 
@@ -84,7 +83,6 @@ class NativeListener:
         """``sock``: bound and listening (the shell takes it over); ``answer_heartbeats``:
         the shell may answer admitted members' heartbeats (not with an authorizer, which
         must see every request)."""
-        self.port = int(sock.getsockname()[1])
         heartbeats = dispatcher.versions.get(HEARTBEAT_API_KEY) if answer_heartbeats else None
         self.shell = NetShell(
             sock.detach(),
@@ -98,10 +96,9 @@ class NativeListener:
         )
         self._dispatcher = dispatcher
         self._stats = stats
-        #: open connections: id -> the client host as Kafka reports it ("/address")
-        self._hosts: dict[int, str] = {}
-        #: open connections: id -> "address:port", as the logs name connections
-        self._peers: dict[int, str] = {}
+        #: open connections: id -> (the client host as Kafka reports it, "/address";
+        #: "address:port", as the logs name connections)
+        self._clients: dict[int, tuple[str, str]] = {}
         #: replies still being worked on, per connection (cancelled when it closes)
         self._parked: defaultdict[int, set[asyncio.Future[bytes | None]]] = defaultdict(set)
         self._counted = {"bytes_in": 0, "bytes_out": 0, "refused": 0, "heartbeats_answered": 0}
@@ -116,7 +113,7 @@ class NativeListener:
 
     @property
     def connections(self) -> int:
-        return len(self._hosts)
+        return len(self._clients)
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -125,24 +122,21 @@ class NativeListener:
             self._count_every_second()
 
     def _count_every_second(self) -> None:
-        """The shell's counters into the statistics also when no frame comes to Python
-        (heartbeats answered natively): a scrape is at most a second behind."""
+        """The shell's counters into the statistics, once a second rather than per batch
+        (most heartbeats never come to Python): a scrape is at most a second behind."""
         self._count()
         assert self._loop is not None
         self._counting = self._loop.call_later(STATS_INTERVAL_S, self._count_every_second)
 
     def _on_ready(self) -> None:
         opened, frames, closed = self.shell.take()
-        hosts = self._hosts
+        clients = self._clients
         for conn, address, port in opened:
-            hosts[conn] = f"/{address}"
-            self._peers[conn] = f"{address}:{port}"
+            clients[conn] = (f"/{address}", f"{address}:{port}")
         self._backlog.extend(frames)
         self._dispatch_backlog()
         for conn, reason in closed:
             self._forget(conn, reason)
-        if self._stats is not None:
-            self._count()
 
     def _dispatch_backlog(self) -> None:
         backlog = self._backlog
@@ -151,12 +145,13 @@ class NativeListener:
             self._loop.call_soon(self._dispatch_backlog)
         dispatch = self._dispatcher.dispatch
         stats = self._stats
-        hosts = self._hosts
-        replies = self._ready
+        clients = self._clients
+        replies = self._ready  # emptied in place by _hand_over, never rebound
         for conn, seq, frame in batch:
-            host = hosts.get(conn)
-            if host is None:
+            client = clients.get(conn)
+            if client is None:
                 continue  # closed on our side after a bad frame
+            host = client[0]
             try:
                 if stats is None:
                     reply = dispatch(frame, host, ANONYMOUS)
@@ -171,7 +166,7 @@ class NativeListener:
                 self._close(conn, str(e))
                 continue
             except Exception as e:  # a handler bug must not take the server down
-                peer = self._peers.get(conn)
+                peer = client[1]
                 log.exception("request handling failed on %s", peer, extra={"client": peer})
                 self._close(conn, f"internal error: {type(e).__name__}")
                 continue
@@ -202,7 +197,7 @@ class NativeListener:
             return
         error = reply.exception()
         if error is not None:
-            peer = self._peers.get(conn)
+            peer = self._clients.get(conn, ("", "?"))[1]
             log.error("request handling failed on %s", peer, exc_info=error, extra={"client": peer})
             self._close(conn, "internal error")
             return
@@ -216,8 +211,9 @@ class NativeListener:
         self._forget(conn, reason)
 
     def _forget(self, conn: int, reason: str) -> None:
-        peer = self._peers.pop(conn, None)
-        if self._hosts.pop(conn, None) is not None:
+        client = self._clients.pop(conn, None)
+        if client is not None:
+            peer = client[1]
             if reason.startswith(_ORDINARY_CLOSES):
                 log.debug("connection %s closed: %s", peer, reason, extra={"client": peer})
             else:  # a bad frame, a failed read or write: as the asyncio shell logs
@@ -246,7 +242,7 @@ class NativeListener:
         """The shell's running totals (bytes, connections, heartbeats answered natively)."""
         return self.shell.counters()
 
-    def close(self, on_closed: Callable[[], None] | None = None) -> None:
+    def close(self) -> None:
         """Stop accepting and reading, send what is ready, close every connection."""
         if self._loop is not None:
             self._loop.remove_reader(self.shell.notify_fd)
@@ -254,8 +250,5 @@ class NativeListener:
             self._counting.cancel()
         for conn in list(self._parked):
             self._forget(conn, "server shutdown")
-        self._hosts.clear()
-        self._peers.clear()
+        self._clients.clear()
         self.shell.stop()
-        if on_closed is not None:
-            on_closed()

@@ -71,11 +71,6 @@ impl NetShellPy {
         self.shell.notify_fd()
     }
 
-    /// The shell's clock (the `now_ms` it started with, advanced monotonically).
-    fn now_ms(&self) -> i64 {
-        self.shell.clock().now_ms()
-    }
-
     /// `(opened, frames, closed)`: new connections `(conn, peer_ip, peer_port)`, frames to dispatch
     /// `(conn, seq, body)`, connections gone `(conn, reason)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -90,14 +85,6 @@ impl NetShellPy {
             py,
             [opened.into_any(), frames.into_any(), closed.into_any()],
         )
-    }
-
-    /// The reply to request `seq` of `conn` (`None`: it has none). Ignored for a
-    /// connection gone.
-    #[pyo3(signature = (conn, seq, frame))]
-    fn reply(&self, conn: u64, seq: u64, frame: Option<&[u8]>) {
-        self.shell
-            .reply([(conn, seq, frame.map(<[u8]>::to_vec))], []);
     }
 
     /// Many `(conn, seq, frame)` replies at once, and the `(conn, seq)` of requests
@@ -188,12 +175,6 @@ impl NetShellPy {
         d.set_item("heartbeats_answered", answered)?;
         d.set_item("admitted", admitted)?;
         Ok(d)
-    }
-
-    /// Whether the I/O thread runs.
-    #[getter]
-    fn running(&self) -> bool {
-        self.shell.is_running()
     }
 
     /// Stop accepting, send what is ready, close every connection, end the thread.

@@ -112,7 +112,6 @@ pub struct Shell {
     thread: Option<JoinHandle<()>>,
     /// Python's end of the wake-up socketpair (it polls its fd)
     notify: UnixStream,
-    clock: Clock,
 }
 
 /// The server's clock (milliseconds, Python's `now_ms` at the start, then monotonic).
@@ -133,6 +132,11 @@ impl Clock {
         self.start_ms
             .saturating_add(i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX))
     }
+}
+
+/// A connection id's token: ids are their tokens, never reused (the counter only grows).
+fn token(conn: u64) -> usize {
+    usize::try_from(conn).unwrap_or(usize::MAX)
 }
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -178,12 +182,7 @@ impl Shell {
             waker,
             thread: Some(thread),
             notify,
-            clock,
         })
-    }
-
-    pub fn clock(&self) -> Clock {
-        self.clock
     }
 
     /// The fd Python watches: readable when [`Shell::take`] has something.
@@ -235,10 +234,6 @@ impl Shell {
             let _ = t.join();
         }
     }
-
-    pub fn is_running(&self) -> bool {
-        self.thread.as_ref().is_some_and(|t| !t.is_finished())
-    }
 }
 
 impl Drop for Shell {
@@ -267,6 +262,13 @@ impl Conn {
     fn unsent(&self) -> usize {
         self.wbuf.len() - self.wpos + self.order.held_bytes()
     }
+
+    /// Too much waits on it to read another frame (the bounds in the module docs).
+    fn full(&self, config: &ShellConfig) -> bool {
+        self.order.len() >= config.max_queued_replies
+            || self.at_python >= MAX_AT_PYTHON
+            || self.unsent() >= config.max_buffered_bytes
+    }
 }
 
 struct IoThread {
@@ -279,11 +281,6 @@ struct IoThread {
     config: ShellConfig,
     clock: Clock,
     chunk: Vec<u8>,
-}
-
-enum Closing {
-    Keep,
-    Close(String),
 }
 
 impl IoThread {
@@ -313,27 +310,25 @@ impl IoThread {
                 }
             }
             let from = std::mem::take(&mut lock(&self.shared).from_python);
+            // a connection gone by now (closed, or a client that left) is skipped
             for (conn, reason) in from.closes {
-                if let Some(t) = self.token_of(conn) {
-                    self.drop_conn(t, reason);
-                }
+                self.drop_conn(token(conn), reason);
             }
             // parked before replied: a reply in the same batch may be a parked one's
             for (conn, seq) in from.parked {
-                if let Some(c) = self.token_of(conn).and_then(|t| self.conns.get_mut(&t)) {
+                if let Some(c) = self.conns.get_mut(&token(conn)) {
                     if c.order.park(seq) {
                         c.at_python -= 1;
                     }
                 }
             }
             for (conn, seq, reply) in from.replies {
-                if let Some(t) = self.token_of(conn) {
-                    if let Some(c) = self.conns.get_mut(&t) {
-                        if c.order.fill(seq, reply) == Some(false) {
-                            c.at_python -= 1;
-                        }
-                        flush.push(t);
+                let t = token(conn);
+                if let Some(c) = self.conns.get_mut(&t) {
+                    if c.order.fill(seq, reply) == Some(false) {
+                        c.at_python -= 1;
                     }
+                    flush.push(t);
                 }
             }
             flush.sort_unstable();
@@ -351,12 +346,6 @@ impl IoThread {
             }
             self.wake_python();
         }
-    }
-
-    fn token_of(&self, conn: u64) -> Option<usize> {
-        // connection ids are their tokens (never reused: the counter only grows)
-        let t = usize::try_from(conn).ok()?;
-        self.conns.contains_key(&t).then_some(t)
     }
 
     fn wake_python(&mut self) {
@@ -426,18 +415,12 @@ impl IoThread {
         }
     }
 
-    fn full(&self, c: &Conn) -> bool {
-        c.order.len() >= self.config.max_queued_replies
-            || c.at_python >= MAX_AT_PYTHON
-            || c.unsent() >= self.config.max_buffered_bytes
-    }
-
     /// Read what the socket has (edge-triggered: until it would block), hand the frames
     /// on, send what is ready. A connection held back is read again when it drains (a
     /// loop, not recursion: a client pipelining far ahead drains and refills many times).
     fn read(&mut self, t: usize) {
         loop {
-            if let Closing::Close(reason) = self.read_frames(t) {
+            if let Some(reason) = self.read_frames(t) {
                 self.drop_conn(t, reason);
                 return;
             }
@@ -454,23 +437,22 @@ impl IoThread {
         }
     }
 
-    fn read_frames(&mut self, t: usize) -> Closing {
+    /// Reads into `t`'s buffer and splits it; `Some(reason)`: the connection must close.
+    fn read_frames(&mut self, t: usize) -> Option<String> {
         let mut got = 0u64;
-        let mut outcome = Closing::Keep;
+        let mut outcome = None;
         // frames left buffered while it was held back come first
         if let Some(reason) = self.split(t) {
-            return Closing::Close(reason);
+            return Some(reason);
         }
         loop {
-            let Some(c) = self.conns.get_mut(&t) else {
-                return Closing::Keep;
-            };
+            let c = self.conns.get_mut(&t)?; // gone: nothing to close
             if !c.reading {
                 break;
             }
             match c.stream.read(&mut self.chunk) {
                 Ok(0) => {
-                    outcome = Closing::Close("the client closed the connection".into());
+                    outcome = Some("the client closed the connection".into());
                     break;
                 }
                 Ok(n) => {
@@ -480,13 +462,13 @@ impl IoThread {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    outcome = Closing::Close(format!("read failed: {e}"));
+                    outcome = Some(format!("read failed: {e}"));
                     break;
                 }
             }
             // split chunk by chunk, so the bound on queued replies holds as we read
             if let Some(reason) = self.split(t) {
-                outcome = Closing::Close(reason);
+                outcome = Some(reason);
                 break;
             }
             if self.conns.get(&t).is_some_and(|c| !c.reading) {
@@ -507,19 +489,13 @@ impl IoThread {
     /// `Some(reason)`: a bad frame size (the connection must close).
     fn split(&mut self, t: usize) -> Option<String> {
         let versions = self.config.heartbeat_versions;
-        let (max_queued, max_bytes) = (
-            self.config.max_queued_replies,
-            self.config.max_buffered_bytes,
-        );
+        let config = &self.config;
         let c = self.conns.get_mut(&t)?;
         let mut shared = lock(&self.shared);
         let shared = &mut *shared;
         let now = self.clock.now_ms();
         loop {
-            if c.order.len() >= max_queued
-                || c.at_python >= MAX_AT_PYTHON
-                || c.unsent() >= max_bytes
-            {
+            if c.full(config) {
                 c.reading = false;
                 return None;
             }
@@ -593,7 +569,7 @@ impl IoThread {
             return false;
         }
         let c = self.conns.get(&t).expect("still here");
-        if !c.reading && !self.full(c) {
+        if !c.reading && !c.full(&self.config) {
             // read again: the edge may have passed while it was held back
             self.conns.get_mut(&t).expect("still here").reading = true;
             return true;
