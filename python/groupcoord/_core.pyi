@@ -523,8 +523,9 @@ class LaneSet:
 @final
 class NetShell:
     """A listening socket served on a Rust thread off the GIL: accepts, reads, splits
-    frames, writes replies in each connection's request order, and answers the
-    heartbeats of admitted members itself. Every other frame waits for ``take()``;
+    frames, writes replies in each connection's request order, answers the heartbeats of
+    admitted members itself and takes their common commits (``take_commits``; each one's
+    answer is held until ``release_commits``). Every other frame waits for ``take()``;
     ``notify_fd`` turns readable when there is something to take."""
 
     def __new__(
@@ -534,6 +535,9 @@ class NetShell:
         now_ms: int,
         max_frame_bytes: int,
         heartbeat_versions: tuple[int, int] | None = None,
+        commit_versions: tuple[int, int] | None = None,
+        offset_metadata_max_bytes: int = 4096,
+        latency_bounds_s: list[float] = ...,
         max_queued_replies: int = 1024,
         max_buffered_bytes: int = 4194304,
         write_timeout_ms: int = 60000,
@@ -542,7 +546,11 @@ class NetShell:
     ) -> Self:
         """Serve the bound, listening socket ``fd`` (taken over: ``socket.detach()``).
         ``heartbeat_versions``: the Heartbeat versions it may answer (None: none, every
-        frame goes to Python). ``OSError`` if the thread cannot start."""
+        heartbeat goes to Python); ``commit_versions``: the OffsetCommit versions it may
+        take (None: none), checking metadata against ``offset_metadata_max_bytes``;
+        ``latency_bounds_s``: ascending bucket bounds of the taken commits' latency counts
+        (default none: one +Inf bucket). ``OSError`` if the thread cannot start,
+        ``ValueError`` for bounds out of order."""
     @property
     def notify_fd(self) -> int:
         """Readable when ``take()`` has something."""
@@ -572,10 +580,30 @@ class NetShell:
         session_timeout_ms: int,
         handle: int,
         session_deadline_ms: int,
+        takes_commits: bool = False,
     ) -> None:
         """Answer this member's heartbeats in ``generation_id`` natively from now on,
         while its session lasts (``handle`` and ``session_deadline_ms``: its
-        ``MemberExpiry`` handle and SESSION deadline)."""
+        ``MemberExpiry`` handle and SESSION deadline), and take its commits too if
+        ``takes_commits`` (see ``set_commit_topics``)."""
+    def set_commit_topics(self, topics: dict[str, int] | None) -> None:
+        """The topics the coordinator's OffsetCommit check knows, with their partition
+        counts: a commit is taken natively only if every partition is in them (None:
+        take none)."""
+    def take_commits(
+        self,
+    ) -> tuple[
+        list[tuple[int, int]],
+        list[tuple[str, int, list[tuple[str, list[tuple[int, int, int, str | None]]]]]],
+    ]:
+        """The commits taken natively since the last call, in the order taken, as
+        ``(slots, commits)``: each one's ``(conn, seq)``, and each one ``(group_id, at_ms,
+        topics)``, each topic ``(name, partitions)``, each partition ``(index, offset,
+        leader_epoch, metadata)`` (``GroupCoordinator.store_shell_commits``' input)."""
+    def release_commits(self, commits: list[tuple[int, int]], ok: bool) -> None:
+        """The taken commits ``(conn, seq)`` were stored (``ok``) or not: their held
+        answers go out (no error, or COORDINATOR_NOT_AVAILABLE for each partition;
+        ignored for a connection gone)."""
     def invalidate_group(self, group_id: str) -> bool:
         """The group may change: its members' heartbeats go to Python until admitted
         again. Whether any were admitted."""
@@ -583,10 +611,13 @@ class NetShell:
         """``invalidate_group`` of every group."""
     def sync_expiry(self, expiry: MemberExpiry, now_ms: int) -> int:
         """Apply the sessions refreshed natively to ``expiry`` (where they move a live
-        member's deadline later) and refuse, from now on, members due by ``now_ms``.
-        Returns how many were applied."""
-    def counters(self) -> dict[str, int]:
+        member's deadline later; those of members invalidated since the last call too)
+        and refuse, from now on, members due by ``now_ms``. Returns how many were
+        applied."""
+    def counters(self) -> dict[str, Any]:
         """Running totals: bytes_in, bytes_out, accepted, refused, open, peak_unsent (the
-        most reply bytes one connection held unsent), heartbeats_answered, admitted."""
+        most reply bytes one connection held unsent), heartbeats_answered, admitted,
+        commits_taken, commit_latency_counts (per bucket, the last +Inf) and
+        commit_latency_total_s."""
     def stop(self) -> None:
         """Stop accepting, send what is ready, close every connection, end the thread."""

@@ -3,15 +3,15 @@ byte for byte as Python answers them, and never for a member the coordinator wou
 answer so; everything else through the dispatcher, in each connection's request order.
 
 The asyncio listener's own scenarios run over the native shell too
-(``test_native_shell_scenarios.py``)."""
+(``test_native_shell_scenarios.py``); the two shells answer the same request sequences
+alike (``test_native_commits.py``, heartbeats and commits together)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from group_calls import call, join, synced_member
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic
 from kio.schema.types import TopicName
@@ -24,15 +24,11 @@ from groupcoord.coordinator import (
     DescribeGroupsResponse,
     HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
     MemberIdentity,
-    SyncGroupRequest,
-    SyncGroupResponse,
 )
-from groupcoord.errors import MemberIdRequiredError
-from groupcoord.protocol.group_messages import from_kio_response, to_kio_request
+from groupcoord.protocol.group_messages import to_kio_request
 from groupcoord.protocol.heartbeat_codec import encode_heartbeat_response
 from groupcoord.server import Server
 
@@ -49,47 +45,6 @@ def native(**overrides: object) -> dict[str, object]:
 def answered(server: Server) -> int:
     (listener,) = server.native_listeners
     return listener.counters()["heartbeats_answered"]
-
-
-async def call(client: WireClient, request: object) -> object:
-    response = await client.call(to_kio_request(request))  # type: ignore[arg-type]
-    return from_kio_response(request.API_KEY, request.version, response)  # type: ignore[attr-defined]
-
-
-def join(member_id: str = "", group: str = "g", session_ms: int = 10_000) -> JoinGroupRequest:
-    return JoinGroupRequest(
-        version=5,
-        group_id=group,
-        session_timeout_ms=session_ms,
-        rebalance_timeout_ms=10_000,
-        member_id=member_id,
-        protocol_type="consumer",
-        protocols=(("range", b""),),
-    )
-
-
-async def synced_member(
-    client: WireClient, group: str = "g", session_ms: int = 10_000
-) -> JoinGroupResponse:
-    """A lone member that joined and synced: its group is Stable."""
-    first = await call(client, join(group=group, session_ms=session_ms))
-    assert isinstance(first, JoinGroupResponse) and first.error is MemberIdRequiredError
-    joined = await call(client, join(first.member_id, group, session_ms))
-    assert isinstance(joined, JoinGroupResponse) and joined.error is None
-    synced = await call(
-        client,
-        SyncGroupRequest(
-            version=5,
-            group_id=group,
-            generation_id=joined.generation_id,
-            member_id=joined.member_id,
-            protocol_type="consumer",
-            protocol_name="range",
-            assignments=((joined.member_id, b""),),
-        ),
-    )
-    assert isinstance(synced, SyncGroupResponse) and synced.error is None
-    return joined
 
 
 def heartbeat(m: JoinGroupResponse, version: int = 4, generation: int | None = None) -> object:
@@ -236,46 +191,6 @@ def test_a_leave_takes_the_member_off_the_native_path() -> None:
         await client.close()
 
     run_scenario(scenario, **native())
-
-
-@settings(max_examples=6, deadline=None)
-@given(ops=st.lists(st.sampled_from(["beat", "stale", "join", "leave", "describe"]), max_size=12))
-def test_the_native_shell_answers_as_the_asyncio_one(ops: list[str]) -> None:
-    """The same sequence of requests to a server of each kind gets the same error codes."""
-
-    async def errors(server: Server) -> list[int]:
-        client = await WireClient.connect("127.0.0.1", server.port)
-        member = await synced_member(client)
-        others: list[WireClient] = []
-        codes: list[int] = []
-        for op in ops:
-            if op in ("beat", "stale"):
-                generation = member.generation_id - (op == "stale")
-                codes.append(await heartbeat_error(client, member, generation=generation))
-            elif op == "join":  # a newcomer parks in a join phase it will not finish
-                other = await WireClient.connect("127.0.0.1", server.port)
-                asked = await call(other, join())
-                assert isinstance(asked, JoinGroupResponse)
-                await other.send(to_kio_request(join(asked.member_id)))
-                others.append(other)
-                await asyncio.sleep(0.02)
-            elif op == "leave":
-                left = await call(
-                    client,
-                    leave(member),
-                )
-                codes.append(left.error_code)  # type: ignore[attr-defined]
-            else:
-                described = await call(client, DescribeGroupsRequest(version=5, groups=("g",)))
-                assert isinstance(described, DescribeGroupsResponse)
-                codes.append(len(described.groups[0].members))
-        for other in (client, *others):
-            await other.close()
-        return codes
-
-    asyncio_codes = run_scenario(errors, native_io=False)
-    native_codes = run_scenario(errors, **native())
-    assert native_codes == asyncio_codes
 
 
 def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> None:

@@ -1,6 +1,8 @@
 """Every commit ``groupcoord serve`` acknowledged survives a SIGKILL, with many clients
 committing at once (so the kill lands while the writer thread has a group of commits in
-one transaction, and more queued behind it)."""
+one transaction, and more queued behind it). Over the asyncio shell the clients commit as
+simple consumers (generation -1); over the native shell (``--native-io``) each is the
+member of its own group, whose commits the shell takes on its thread."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from group_calls import synced_member
 from wire_client import WireClient
 
 from groupcoord.coordinator import (
@@ -33,17 +36,31 @@ PARTITIONS = CLIENTS // GROUPS
 Key = tuple[str, int]
 
 
-def _key(client: int) -> Key:
+def _key(client: int, members: str | None) -> Key:
+    """The group and partition client ``client`` commits to: with ``members`` (a run's
+    prefix), a group of its own that it is the member of; else one of GROUPS shared
+    groups, as a simple consumer."""
+    if members is not None:
+        return f"{members}{client}", client % PARTITIONS
     return f"g{client % GROUPS}", client // GROUPS
 
 
 async def _committer(
-    port: int, client: int, first: int, sent: dict[Key, int], acked: dict[Key, int]
+    port: int,
+    client: int,
+    first: int,
+    sent: dict[Key, int],
+    acked: dict[Key, int],
+    members: str | None,
 ) -> None:
     """Commit ever larger offsets to this client's own partition, one at a time, until
     the server dies; ``sent`` is the last offset sent, ``acked`` the last acknowledged."""
-    group, partition = _key(client)
+    group, partition = _key(client, members)
     conn = await WireClient.connect("127.0.0.1", port)
+    generation, member_id = -1, ""
+    if members is not None:
+        joined = await synced_member(conn, group)
+        generation, member_id = joined.generation_id, joined.member_id
     offset = first
     try:
         while True:
@@ -51,6 +68,8 @@ async def _committer(
             request = OffsetCommitRequest(
                 version=8,
                 group_id=group,
+                generation_id_or_member_epoch=generation,
+                member_id=member_id,
                 topics=(
                     OffsetCommitRequestTopic(
                         name="t",
@@ -75,12 +94,12 @@ async def _committer(
 
 
 async def _commit_until_killed(
-    server: ServerProcess, first: int, kill_after: int
+    server: ServerProcess, first: int, kill_after: int, members: str | None
 ) -> tuple[dict[Key, int], dict[Key, int]]:
     sent: dict[Key, int] = {}
     acked: dict[Key, int] = {}
     tasks = [
-        asyncio.ensure_future(_committer(server.port, c, first, sent, acked))
+        asyncio.ensure_future(_committer(server.port, c, first, sent, acked, members))
         for c in range(CLIENTS)
     ]
     try:
@@ -99,44 +118,51 @@ async def _commit_until_killed(
     return sent, acked
 
 
-async def _fetch_all(port: int) -> dict[Key, int]:
+async def _fetch_all(port: int, keys: set[Key]) -> dict[Key, int]:
     conn = await WireClient.connect("127.0.0.1", port)
     try:
         out: dict[Key, int] = {}
-        for g in range(GROUPS):
+        for group in sorted({group for group, _ in keys}):
             fetch = OffsetFetchRequest(
                 version=7,
-                group_id=f"g{g}",
+                group_id=group,
                 topics=(OffsetFetchRequestTopic(name="t", partition_indexes=range(PARTITIONS)),),
             )
             response = from_kio_response(9, 7, await conn.call(to_kio_request(fetch)))
             assert isinstance(response, OffsetFetchResponse)
             for p in response.topics[0].partitions:
-                out[(f"g{g}", p.partition_index)] = p.committed_offset
+                out[(group, p.partition_index)] = p.committed_offset
         return out
     finally:
         await conn.close()
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(
+    ("shell", "seed"), [("asyncio", 1), ("asyncio", 2), ("native", 1), ("native", 2)]
+)
 def test_every_acknowledged_commit_survives_sigkill_under_concurrent_commits(
-    tmp_path: Path, seed: int
+    tmp_path: Path, shell: str, seed: int
 ) -> None:
     rng = random.Random(seed)
     args = ("--port", "0", "--data-dir", str(tmp_path / "data"), "--topic", f"t:{PARTITIONS}")
+    if shell == "native":
+        args += ("--native-io", "--group-initial-rebalance-delay-ms", "0")
     for run in range(2):  # kill, restart on the same directory, kill again
         first = run * 10**7  # offsets grow across restarts
+        # members join groups of their own, new ones each run (the last run's members
+        # are still in theirs after the restart)
+        members = f"r{run}m" if shell == "native" else None
         server = ServerProcess(args)
         try:
             sent, acked = asyncio.run(
-                _commit_until_killed(server, first, kill_after=rng.randrange(200, 2000))
+                _commit_until_killed(server, first, rng.randrange(200, 2000), members)
             )
         finally:
             server.kill()
         assert len(acked) == CLIENTS
         restarted = ServerProcess(args)
         try:
-            stored = asyncio.run(_fetch_all(restarted.port))
+            stored = asyncio.run(_fetch_all(restarted.port, set(acked)))
         finally:
             restarted.stop()
         for key, offset in acked.items():

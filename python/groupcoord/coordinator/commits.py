@@ -58,9 +58,11 @@ from groupcoord.errors import (
 from groupcoord.types import TopicPartition
 
 __all__ = [
+    "ShellCommit",
     "handle_offset_commit",
     "handle_offset_fetch",
     "quiet_offset_commit",
+    "store_shell_commits",
     "store_taken_commits",
 ]
 
@@ -410,6 +412,52 @@ def store_taken_commits(
     last = next(iter(records[-1].offsets.values())).commit_timestamp_ms
     if last > rb.now:
         rb.now = last
+
+
+#: a commit a shell took itself (``GroupCoordinator.store_shell_commits``): its group,
+#: when it was taken, and its topics, each ``(name, partitions)``, each partition
+#: ``(index, offset, leader_epoch, metadata or None)``
+ShellCommit = tuple[str, int, Sequence[tuple[str, Sequence[tuple[int, int, int, str | None]]]]]
+
+
+def store_shell_commits(
+    rb: Rebalancer, commits: Sequence[ShellCommit], then: Callable[[bool], None]
+) -> None:
+    """Persist commits a shell took itself, in order (see
+    ``GroupCoordinator.store_shell_commits`` for what the shell checked): their offsets go
+    to the store as one record per group, become the groups' once persisted, and
+    ``then(ok)`` is told how the write went (the shell answers them). No check and no
+    session refresh here: the shell did both, as ``handle_offset_commit`` would have."""
+    by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+    for group_id, at, topics in commits:
+        offsets = by_group.get(group_id)
+        if offsets is None:
+            offsets = by_group[group_id] = {}
+        for name, partitions in topics:
+            for index, offset, epoch, metadata in partitions:
+                offsets[TopicPartition(name, index)] = committed_at(
+                    offset, at, epoch, metadata or ""
+                )
+    groups = [(rb.groups[group_id], offsets) for group_id, offsets in by_group.items()]
+    rb.persist(
+        tuple(OffsetsRecord(group.group_id, offsets) for group, offsets in groups),
+        partial(_on_shell_commits_persisted, rb, groups, then),
+    )
+
+
+def _on_shell_commits_persisted(
+    rb: Rebalancer,
+    groups: list[tuple[Group, dict[TopicPartition, OffsetAndMetadata]]],
+    then: Callable[[bool], None],
+    ok: bool,
+) -> None:
+    if ok:
+        for group, offsets in groups:
+            group.offsets.update(offsets)
+            arm_after_commit(rb, group, offsets)
+    else:
+        log.warning("offset commits taken by the shell were not persisted")
+    then(ok)
 
 
 def quiet_commit_answer(req: OffsetCommitRequest, taken: bool) -> OffsetCommitResponse:

@@ -39,10 +39,12 @@ from groupcoord.coordinator.admin import (
     handle_list_groups,
 )
 from groupcoord.coordinator.commits import (
+    ShellCommit,
     handle_offset_commit,
     handle_offset_fetch,
     quiet_commit_offsets,
     quiet_offset_commit,
+    store_shell_commits,
     store_taken_commits,
 )
 from groupcoord.coordinator.consumer_group import ConsumerGroupState, MemberState
@@ -320,13 +322,16 @@ class GroupCoordinator:
         member_id: str,
         generation_id: int,
         group_instance_id: str | None,
-    ) -> tuple[int, int, int] | None:
-        """``(session_timeout_ms, handle, session_deadline_ms)`` if the member is a current
-        member of a Stable group in ``generation_id`` (a heartbeat of it would be answered
-        with no error and a session refresh), with its handle and deadline in
-        :attr:`member_expiry`; else ``None``. For a
-        shell that answers such heartbeats itself until the group may change (the native
-        shell, :mod:`groupcoord.server.native_listener`), applying the refreshes to
+    ) -> tuple[int, int, int, bool] | None:
+        """``(session_timeout_ms, handle, session_deadline_ms, takes_commits)`` if the member
+        is a current member of a Stable group in ``generation_id`` (a heartbeat of it would
+        be answered with no error and a session refresh), with its handle and deadline in
+        :attr:`member_expiry`; else ``None``. ``takes_commits``: the group's offsets cannot
+        expire while it has members (a classic group with a protocol type), so a commit of
+        this member that :meth:`commit_topic_counts` accepts in full is answered with no
+        error once persisted (see :meth:`store_shell_commits`). For a shell that answers
+        such heartbeats itself until the group may change (the native shell,
+        :mod:`groupcoord.server.native_listener`), applying the refreshes to
         :attr:`member_expiry` before each call at a later time. Changes nothing."""
         timeout = current_session_timeout(
             self._rb, group_id, member_id, generation_id, group_instance_id
@@ -337,7 +342,36 @@ class GroupCoordinator:
         deadline = expiry.deadline(group_id, member_id, SESSION)
         if deadline is None:  # a current member always has one; nothing to lease without
             return None
-        return timeout, expiry.handle(group_id, member_id), deadline
+        takes_commits = bool(self._rb.groups[group_id].protocol_type)
+        return timeout, expiry.handle(group_id, member_id), deadline, takes_commits
+
+    def commit_topic_counts(self, names: Iterable[str]) -> dict[str, int] | None:
+        """The partition count OffsetCommit's check sees for each of ``names`` that exists
+        (partitions ``0..count-1`` are accepted); ``None`` without a topic view (any
+        partition is accepted, which a shell taking commits need not reproduce)."""
+        view = self._rb.topic_view
+        if view is None:
+            return None
+        counts = {name: view.partition_count(name) for name in names}
+        return {name: count for name, count in counts.items() if count is not None}
+
+    def store_shell_commits(
+        self, commits: Sequence[ShellCommit], then: Callable[[bool], None]
+    ) -> Output:
+        """Persist OffsetCommits a shell took itself, in the order taken: each a commit of
+        a member :meth:`heartbeat_lease` leased with ``takes_commits``, taken while the
+        lease held (the session alive above the shell's last sync, the group not changed
+        since, which the shell's caller guarantees by withdrawing a group before any
+        request that may change it and storing taken commits right after), naming each
+        partition once, every one in :meth:`commit_topic_counts`, every metadata within
+        offset.metadata.max.bytes, no retention of its own; the shell refreshed the
+        member's session (applied through :attr:`member_expiry`). Exactly what
+        :meth:`handle` would do with such a request at its time, so nothing is checked
+        again: the offsets go into the returned batch and become the groups' when it is
+        :meth:`persisted`; ``then(ok)`` is called then (the shell answers each partition
+        with no error, or COORDINATOR_NOT_AVAILABLE if the write failed)."""
+        store_shell_commits(self._rb, commits, then)
+        return self._take()
 
     def quiet_offset_commit(
         self,

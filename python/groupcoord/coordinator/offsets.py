@@ -87,18 +87,22 @@ _set_offset, _set_epoch, _set_metadata, _set_commit_time, _set_expire = _slot_se
 )
 
 
-def committed_at(committed_offset: int, commit_timestamp_ms: int) -> OffsetAndMetadata:
-    """``OffsetAndMetadata(committed_offset, -1, "", commit_timestamp_ms, -1)``: the offset
-    of a commit with no leader epoch, metadata or retention (an auto-commit's).
+def committed_at(
+    committed_offset: int, commit_timestamp_ms: int, leader_epoch: int = -1, metadata: str = ""
+) -> OffsetAndMetadata:
+    """``OffsetAndMetadata(committed_offset, leader_epoch, metadata, commit_timestamp_ms,
+    -1)``: the offset of a commit with no retention of its own (an auto-commit's has no
+    leader epoch or metadata either).
 
     Why not the constructor: the simulator stores one per auto-commit, hundreds of
-    thousands per simulated hour, and a frozen dataclass's generated ``__init__`` sets each
-    field through ``object.__setattr__`` (1.7 µs here); setting the slots directly builds
-    the same object (equal, and every field set) in about half the time."""
+    thousands per simulated hour, and the native shell one per partition of each commit it
+    takes; a frozen dataclass's generated ``__init__`` sets each field through
+    ``object.__setattr__`` (1.7 µs here), and setting the slots directly builds the same
+    object (equal, and every field set) in about half the time."""
     offset: OffsetAndMetadata = _new(OffsetAndMetadata)
     _set_offset(offset, committed_offset)
-    _set_epoch(offset, -1)
-    _set_metadata(offset, "")
+    _set_epoch(offset, leader_epoch)
+    _set_metadata(offset, metadata)
     _set_commit_time(offset, commit_timestamp_ms)
     _set_expire(offset, -1)
     return offset

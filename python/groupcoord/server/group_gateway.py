@@ -116,15 +116,19 @@ class GroupGateway:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._closed = False
-        #: native shells answering admitted members' heartbeats (native_heartbeats.py)
+        #: native shells answering admitted members' heartbeats and taking their commits
+        #: (native_heartbeats.py)
         self._native = NativeShells()
+        #: the topics as of the last update_topics (a shell attached later learns them)
+        self._topic_names: tuple[str, ...] = ()
         self._listeners.add_rebalance_listener(log_rebalance)
 
     def attach_native(self, shell: NetShell) -> None:
         """Let ``shell`` answer the heartbeats of members this gateway admits (after
-        answering one of theirs with no error), keeping it honest as
-        :mod:`~groupcoord.server.native_heartbeats` says."""
+        answering one of theirs with no error) and take their commits, keeping it honest
+        as :mod:`~groupcoord.server.native_heartbeats` says."""
         self._native.attach(shell)
+        self._native.set_commit_topics(self.coordinator, self._topic_names)
 
     def add_rebalance_listener(self, listener: RebalanceListener) -> None:
         """Call ``listener(RebalanceCompleted)`` for every completed rebalance."""
@@ -187,9 +191,23 @@ class GroupGateway:
         after every topic created, grown or deleted."""
         if self._closed:
             return
-        now = self._now()
+        topics = tuple(topics)
+        self._topic_names = tuple(t.name for t in topics)
         self._native.forget_everyone()
-        self._apply(self.coordinator.update_topics(topics, now))
+        self._native.set_commit_topics(self.coordinator, self._topic_names)
+        self.store_shell_commits()
+        self._apply(self.coordinator.update_topics(topics, self._now()))
+
+    def store_shell_commits(self) -> None:
+        """Hand the commits native shells took since the last call to the coordinator to
+        persist (their answers go out once the write is reported). Called before every
+        coordinator request, after the groups it may change are withdrawn from the shells
+        (so a commit taken before that is stored before it), and when a shell wakes the
+        loop."""
+        if self._closed or not self._native:
+            return
+        for out in self._native.store_commits(self.coordinator):
+            self._apply(out)
 
     def new_correlation(self) -> int:
         """A correlation token for a request about to be submitted (saves :meth:`submit`
@@ -205,11 +223,12 @@ class GroupGateway:
     def _handle(
         self, token: int, request: CoordinatorRequest
     ) -> CoordinatorResponse | asyncio.Future[CoordinatorResponse]:
-        now = self._now()
         native = self._native
         if native:
+            # withdraw first: what the shells took until then comes before the request
             native.before(request)
-        immediate = self._apply(self.coordinator.handle(request, now), token)
+            self.store_shell_commits()
+        immediate = self._apply(self.coordinator.handle(request, self._now()), token)
         # a member that got its assignment is admitted from its first heartbeat on
         synced = request if native and isinstance(request, SyncGroupRequest) else None
         if immediate is not None:

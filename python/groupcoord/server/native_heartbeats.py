@@ -1,25 +1,31 @@
-"""What the gateway tells the native shells that answer heartbeats themselves
-(:class:`groupcoord._core.NetShell`, see :mod:`groupcoord.server.native_listener`):
-:class:`NativeShells`, which the gateway calls around each coordinator call.
+"""What the gateway tells the native shells that answer heartbeats and take commits
+themselves (:class:`groupcoord._core.NetShell`, see
+:mod:`groupcoord.server.native_listener`): :class:`NativeShells`, which the gateway calls
+around each coordinator call.
 
 The shell answers the heartbeats of members the coordinator found current (it *admits*
-them after answering one), so the coordinator must keep it honest:
+them after answering one), and takes their commits when the coordinator would accept
+every partition, so the coordinator must keep it honest:
 
 - before a request that may change a group (anything but Heartbeat, OffsetCommit,
   OffsetFetch, OffsetDelete and the reads), the shell forgets that group's members
-  (:func:`groups_changed_by`);
+  (:func:`groups_changed_by`); then the commits it took so far are stored
+  (:meth:`NativeShells.take_commits`), and only then is the request handled;
 - after a call that removed members (session expiry), their groups; after a failed write
-  or a change of topics, everyone;
+  or a change of topics, everyone (and it learns the new topics' partition counts);
 - before every coordinator call at ``now_ms``, the sessions the shell refreshed are
-  applied to the coordinator's ``MemberExpiry`` (``sync_expiry``), so its deadlines are
-  exact whenever it looks at them.
+  applied to the coordinator's ``MemberExpiry`` (``sync_expiry``, including those of
+  members forgotten since the last one), so its deadlines are exact whenever it looks
+  at them.
 
-Why this is enough is in ``rust/src/net/fast_heartbeats.rs``.
+Why this is enough is in ``rust/src/net/fast_heartbeats.rs`` and
+``rust/src/net/fast_commits.rs``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from groupcoord._core import NetShell
 from groupcoord.coordinator import (
@@ -37,7 +43,7 @@ from groupcoord.coordinator import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.consumer_messages import ConsumerGroupDescribeRequest
-from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse
+from groupcoord.coordinator.output import CoordinatorRequest, CoordinatorResponse, Output
 
 __all__ = ["NativeShells", "groups_changed_by"]
 
@@ -108,6 +114,25 @@ class NativeShells:
         for shell in self._shells:
             shell.invalidate_all()
 
+    def set_commit_topics(self, coordinator: GroupCoordinator, names: Iterable[str]) -> None:
+        """The topics are now ``names``: the shells take commits to them as far as the
+        coordinator's OffsetCommit check counts their partitions."""
+        counts = coordinator.commit_topic_counts(names)
+        for shell in self._shells:
+            shell.set_commit_topics(counts)
+
+    def store_commits(self, coordinator: GroupCoordinator) -> list[Output]:
+        """The commits the shells took since the last call, handed to the coordinator to
+        persist (its outputs, for the gateway to apply); each shell answers its own once
+        their write is reported."""
+        outputs = []
+        for shell in self._shells:
+            slots, commits = shell.take_commits()
+            if commits:
+                then = partial(shell.release_commits, slots)
+                outputs.append(coordinator.store_shell_commits(commits, then))
+        return outputs
+
     def admit(
         self,
         coordinator: GroupCoordinator,
@@ -126,7 +151,7 @@ class NativeShells:
         )
         if lease is None:
             return
-        timeout, handle, deadline = lease
+        timeout, handle, deadline, takes_commits = lease
         for shell in self._shells:
             shell.admit(
                 request.group_id,
@@ -136,4 +161,5 @@ class NativeShells:
                 timeout,
                 handle,
                 deadline,
+                takes_commits,
             )

@@ -2,8 +2,10 @@
 
 :class:`groupcoord._core.NetShell` runs the listener's sockets on a Rust thread, off the
 GIL: it accepts, reads, splits frames, writes replies in each connection's request order,
-and answers the heartbeats of members the coordinator admitted
-(:mod:`~groupcoord.server.native_heartbeats`). Every other frame comes here in batches:
+answers the heartbeats of members the coordinator admitted, and takes their common
+OffsetCommits (:mod:`~groupcoord.server.native_heartbeats`): those the loop hands to the
+coordinator to persist when the shell wakes it (or before the next request), and the
+shell answers each once its write is reported. Every other frame comes here in batches:
 the event loop is woken through the shell's ``notify_fd``, :meth:`NativeListener._on_ready`
 dispatches the batch with the same :class:`~groupcoord.server.dispatch.Dispatcher` as the
 asyncio connections (:mod:`~groupcoord.server.connection`), and hands the replies back in
@@ -24,14 +26,16 @@ import socket
 from collections import defaultdict
 from functools import partial
 from time import perf_counter
+from typing import Any
 
 from groupcoord._core import NetShell
 from groupcoord.errors import InvalidRequestError
 from groupcoord.protocol.heartbeat_codec import HEARTBEAT_API_KEY
+from groupcoord.protocol.offset_commit_codec import OFFSET_COMMIT_API_KEY
 from groupcoord.security.acl import ANONYMOUS
 from groupcoord.server.connection import Connection
 from groupcoord.server.dispatch import Dispatcher
-from groupcoord.server.stats import ServerStats
+from groupcoord.server.stats import LATENCY_BUCKETS_S, ServerStats
 
 __all__ = ["NativeListener", "bind_listener"]
 
@@ -43,6 +47,7 @@ MAX_BATCH = 4096
 #: how often the shell's counters go into the statistics when nothing else brings them
 STATS_INTERVAL_S = 1.0
 _HEARTBEAT_KEY = HEARTBEAT_API_KEY.to_bytes(2, "big")
+_COMMIT_KEY = OFFSET_COMMIT_API_KEY.to_bytes(2, "big")
 #: how the shell's reasons for closes that are nobody's fault start
 _ORDINARY_CLOSES = ("the client closed", "idle", "the server is shutting down")
 
@@ -73,22 +78,26 @@ class NativeListener:
         *,
         now_ms: int,
         max_frame_bytes: int,
-        answer_heartbeats: bool,
+        answer_natively: bool,
+        offset_metadata_max_bytes: int,
         max_buffered_bytes: int,
         write_timeout_ms: int,
         idle_ms: int | None,
         max_connections: int | None,
         stats: ServerStats | None = None,
     ) -> None:
-        """``sock``: bound and listening (the shell takes it over); ``answer_heartbeats``:
-        the shell may answer admitted members' heartbeats (not with an authorizer, which
-        must see every request)."""
-        heartbeats = dispatcher.versions.get(HEARTBEAT_API_KEY) if answer_heartbeats else None
+        """``sock``: bound and listening (the shell takes it over); ``answer_natively``:
+        the shell may answer admitted members' heartbeats and take their commits (not
+        with an authorizer, which must see every request)."""
+        versions = dispatcher.versions
         self.shell = NetShell(
             sock.detach(),
             now_ms=now_ms,
             max_frame_bytes=max_frame_bytes,
-            heartbeat_versions=heartbeats,
+            heartbeat_versions=versions.get(HEARTBEAT_API_KEY) if answer_natively else None,
+            commit_versions=versions.get(OFFSET_COMMIT_API_KEY) if answer_natively else None,
+            offset_metadata_max_bytes=offset_metadata_max_bytes,
+            latency_bounds_s=list(LATENCY_BUCKETS_S),
             max_buffered_bytes=max_buffered_bytes,
             write_timeout_ms=write_timeout_ms,
             idle_ms=idle_ms,
@@ -102,6 +111,8 @@ class NativeListener:
         #: replies still being worked on, per connection (cancelled when it closes)
         self._parked: defaultdict[int, set[asyncio.Future[bytes | None]]] = defaultdict(set)
         self._counted = {"bytes_in": 0, "bytes_out": 0, "refused": 0, "heartbeats_answered": 0}
+        #: the taken commits' latency counts and sum as of the last count
+        self._commit_latencies: tuple[list[int], float] = ([0] * (len(LATENCY_BUCKETS_S) + 1), 0.0)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._backlog: list[tuple[int, int, bytes]] = []
         self._counting: asyncio.TimerHandle | None = None
@@ -130,6 +141,8 @@ class NativeListener:
 
     def _on_ready(self) -> None:
         opened, frames, closed = self.shell.take()
+        # the commits the shell took come before any frame it reads after them
+        self._dispatcher.groups.store_shell_commits()
         clients = self._clients
         for conn, address, port in opened:
             clients[conn] = (f"/{address}", f"{address}:{port}")
@@ -237,9 +250,15 @@ class NativeListener:
         for _ in range(delta["refused"]):
             stats.refused("max.connections")
         stats.answered_at_once(_HEARTBEAT_KEY, delta["heartbeats_answered"])
+        counts, total = counters["commit_latency_counts"], counters["commit_latency_total_s"]
+        seen_counts, seen_total = self._commit_latencies
+        self._commit_latencies = (counts, total)
+        new = [n - seen for n, seen in zip(counts, seen_counts, strict=True)]
+        stats.observed_elsewhere(_COMMIT_KEY, new, total - seen_total)
 
-    def counters(self) -> dict[str, int]:
-        """The shell's running totals (bytes, connections, heartbeats answered natively)."""
+    def counters(self) -> dict[str, Any]:
+        """The shell's running totals (bytes, connections, heartbeats answered and commits
+        taken natively)."""
         return self.shell.counters()
 
     def close(self) -> None:

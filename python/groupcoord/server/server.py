@@ -438,23 +438,24 @@ class Server:
     def _native_listener(
         self, sock: socket.socket, dispatcher: Dispatcher, gateway: GroupGateway
     ) -> NativeListener:
-        """A listener on the native shell; it answers admitted members' heartbeats unless
-        an authorizer must see every request."""
+        """A listener on the native shell; it answers admitted members' heartbeats and
+        takes their commits unless an authorizer must see every request."""
         config = self.config
-        answer_heartbeats = config.authorizer is None
+        answer_natively = config.authorizer is None
         native = NativeListener(
             sock,
             dispatcher,
             now_ms=self.clock(),
             max_frame_bytes=config.max_frame_bytes,
-            answer_heartbeats=answer_heartbeats,
+            answer_natively=answer_natively,
+            offset_metadata_max_bytes=config.coordinator.offset_metadata_max_bytes,
             max_buffered_bytes=config.max_buffered_bytes_per_connection,
             write_timeout_ms=config.connections_write_timeout_ms,
             idle_ms=config.connections_max_idle_ms,
             max_connections=config.max_connections,
             stats=self.stats,
         )
-        if answer_heartbeats:
+        if answer_natively:
             gateway.attach_native(native.shell)
         return native
 

@@ -159,6 +159,17 @@ class ServerStats:
                 histogram = self.requests[api_key] = Histogram(LATENCY_BUCKETS_S)
             histogram.counts[0] += count
 
+    def observed_elsewhere(self, api_key: bytes, counts: list[int], total: float) -> None:
+        """Requests of ``api_key`` timed on the native shell's I/O thread: ``counts`` per
+        bucket of :data:`LATENCY_BUCKETS_S` (the last +Inf) and their sum ``total``."""
+        if any(counts):
+            histogram = self.requests.get(api_key)
+            if histogram is None:
+                histogram = self.requests[api_key] = Histogram(LATENCY_BUCKETS_S)
+            for bucket, count in enumerate(counts):
+                histogram.counts[bucket] += count
+            histogram.total += total
+
     def requests_by_key(self) -> dict[int, Histogram]:
         """:attr:`requests` by api key number."""
         return {

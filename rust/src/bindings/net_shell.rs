@@ -1,6 +1,7 @@
 //! `groupcoord._core.NetShell`: the native network shell (`crate::net`) for Python. Only
 //! conversions; what the shell does is in `crate::net::io_loop`.
 
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::os::fd::FromRawFd;
 
@@ -22,7 +23,8 @@ impl NetShellPy {
     /// groupcoord._core.pyi.
     #[new]
     #[pyo3(signature = (
-        fd, *, now_ms, max_frame_bytes, heartbeat_versions = None, max_queued_replies = 1024,
+        fd, *, now_ms, max_frame_bytes, heartbeat_versions = None, commit_versions = None,
+        offset_metadata_max_bytes = 4096, latency_bounds_s = Vec::new(), max_queued_replies = 1024,
         max_buffered_bytes = 4_194_304, write_timeout_ms = 60_000, idle_ms = None,
         max_connections = None
     ))]
@@ -32,6 +34,9 @@ impl NetShellPy {
         now_ms: i64,
         max_frame_bytes: usize,
         heartbeat_versions: Option<(i16, i16)>,
+        commit_versions: Option<(i16, i16)>,
+        offset_metadata_max_bytes: usize,
+        latency_bounds_s: Vec<f64>,
         max_queued_replies: usize,
         max_buffered_bytes: usize,
         write_timeout_ms: u64,
@@ -42,6 +47,11 @@ impl NetShellPy {
             return Err(PyValueError::new_err(format!(
                 "fd must be a listening socket's descriptor, got {fd}"
             )));
+        }
+        if latency_bounds_s.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(PyValueError::new_err(
+                "latency_bounds_s must be in ascending order",
+            ));
         }
         if max_queued_replies == 0 {
             return Err(PyValueError::new_err(
@@ -54,6 +64,9 @@ impl NetShellPy {
         let config = ShellConfig {
             max_frame_bytes,
             heartbeat_versions,
+            commit_versions,
+            offset_metadata_max_bytes,
+            latency_bounds_s,
             max_queued_replies,
             max_buffered_bytes,
             write_timeout_ms,
@@ -115,7 +128,7 @@ impl NetShellPy {
 
     /// Answer this member's heartbeats natively while its session lasts (see
     /// `crate::net::fast_heartbeats`).
-    #[pyo3(signature = (group_id, member_id, generation_id, group_instance_id, session_timeout_ms, handle, session_deadline_ms))]
+    #[pyo3(signature = (group_id, member_id, generation_id, group_instance_id, session_timeout_ms, handle, session_deadline_ms, takes_commits = false))]
     #[allow(clippy::too_many_arguments)]
     fn admit(
         &self,
@@ -126,6 +139,7 @@ impl NetShellPy {
         session_timeout_ms: i64,
         handle: u64,
         session_deadline_ms: i64,
+        takes_commits: bool,
     ) {
         self.shell.with_shared(|s| {
             s.fast.admit(
@@ -136,8 +150,49 @@ impl NetShellPy {
                 session_timeout_ms,
                 handle,
                 session_deadline_ms,
+                takes_commits,
             )
         });
+    }
+
+    /// The topics the coordinator's OffsetCommit check knows, with their partition
+    /// counts (`None`: take no commit natively); see `crate::net::fast_commits`.
+    fn set_commit_topics(&self, topics: Option<HashMap<String, i32>>) {
+        let topics = topics.map(|t| {
+            t.into_iter()
+                .map(|(name, count)| (name.into_bytes().into_boxed_slice(), count))
+                .collect()
+        });
+        self.shell
+            .with_shared(|s| s.commit_rules.set_topics(topics));
+    }
+
+    /// The commits taken natively since the last call, in the order taken, as
+    /// `(slots, commits)`: each one's `(conn, seq)`, and each one `(group_id, at_ms,
+    /// topics)`, each topic `(name, partitions)`, each partition `(index, offset,
+    /// leader_epoch, metadata or None)` (`GroupCoordinator.store_shell_commits`' input).
+    fn take_commits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let taken = self.shell.with_shared(|s| std::mem::take(&mut s.taken));
+        let slots = PyList::empty(py);
+        let commits = PyList::empty(py);
+        for c in taken {
+            let topics = PyList::empty(py);
+            for (name, partitions) in &c.topics {
+                let ps = PyList::empty(py);
+                for (index, offset, epoch, metadata) in partitions {
+                    ps.append((*index, *offset, *epoch, metadata.as_deref().map(utf8)))?;
+                }
+                topics.append((utf8(name), ps))?;
+            }
+            slots.append((c.conn, c.seq))?;
+            commits.append((utf8(&c.group_id), c.at_ms, topics))?;
+        }
+        PyTuple::new(py, [slots.into_any(), commits.into_any()])
+    }
+
+    /// Taken commits `(conn, seq)` stored (`ok`) or not: their held answers go out.
+    fn release_commits(&self, commits: Vec<(u64, u64)>, ok: bool) {
+        self.shell.release(commits, ok);
     }
 
     /// The group may change: its members' heartbeats go to Python until admitted again.
@@ -160,11 +215,17 @@ impl NetShellPy {
 
     /// Running totals: bytes in and out, connections accepted, refused and open, the most
     /// reply bytes one connection held unsent, heartbeats answered natively, members
-    /// admitted.
+    /// admitted, commits taken natively and their latencies (per bucket of
+    /// `latency_bounds_s`, the last +Inf, and their sum).
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (c, answered, admitted) = self
-            .shell
-            .with_shared(|s| (s.counters, s.fast.answered(), s.fast.len()));
+        let (c, answered, admitted, latencies) = self.shell.with_shared(|s| {
+            (
+                s.counters,
+                s.fast.answered(),
+                s.fast.len(),
+                s.commit_latencies.clone(),
+            )
+        });
         let d = PyDict::new(py);
         d.set_item("bytes_in", c.bytes_in)?;
         d.set_item("bytes_out", c.bytes_out)?;
@@ -173,6 +234,9 @@ impl NetShellPy {
         d.set_item("open", c.open)?;
         d.set_item("peak_unsent", c.peak_unsent)?;
         d.set_item("heartbeats_answered", answered)?;
+        d.set_item("commits_taken", c.commits_taken)?;
+        d.set_item("commit_latency_counts", latencies.counts)?;
+        d.set_item("commit_latency_total_s", latencies.total_s)?;
         d.set_item("admitted", admitted)?;
         Ok(d)
     }
@@ -182,4 +246,9 @@ impl NetShellPy {
         let shell = &mut self.shell;
         py.detach(|| shell.stop());
     }
+}
+
+/// Bytes the wire readers checked as UTF-8.
+fn utf8(b: &[u8]) -> &str {
+    std::str::from_utf8(b).expect("the wire readers accept valid UTF-8 only")
 }

@@ -11,6 +11,9 @@
 //! (v1 for v4, with tagged fields): `int32 correlation_id`; body v1+ `int32
 //! throttle_time_ms`, `int16 error_code`, v4 tagged fields.
 
+use super::member::Member;
+use super::wire_cursor::Cursor;
+
 pub const HEARTBEAT_API_KEY: i16 = 12;
 pub const HEARTBEAT_MAX_VERSION: i16 = 4;
 const FLEXIBLE: i16 = 4;
@@ -20,64 +23,13 @@ const FLEXIBLE: i16 = 4;
 pub struct HeartbeatFrame<'a> {
     pub version: i16,
     pub correlation_id: i32,
-    pub group_id: &'a [u8],
-    pub generation_id: i32,
-    pub member_id: &'a [u8],
-    pub group_instance_id: Option<&'a [u8]>,
-}
-
-struct Cursor<'a> {
-    frame: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.frame.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-    fn i16(&mut self) -> Option<i16> {
-        let b = self.take(2)?;
-        Some(i16::from_be_bytes([b[0], b[1]]))
-    }
-    fn i32(&mut self) -> Option<i32> {
-        let b = self.take(4)?;
-        Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    /// `int16` length then UTF-8; `Some(None)` for a null where `nullable`.
-    fn legacy(&mut self, nullable: bool) -> Option<Option<&'a [u8]>> {
-        let n = self.i16()?;
-        if n == -1 && nullable {
-            return Some(None);
-        }
-        let s = self.take(usize::try_from(n).ok()?)?;
-        std::str::from_utf8(s).ok()?;
-        Some(Some(s))
-    }
-    /// One-byte compact length (`len + 1`, 0 null) then UTF-8: the common shape only.
-    fn compact(&mut self, nullable: bool) -> Option<Option<&'a [u8]>> {
-        let n = self.u8()?;
-        if n == 0 {
-            return nullable.then_some(None);
-        }
-        if n >= 0x80 {
-            return None; // a longer varint: Python's reader
-        }
-        let s = self.take(n as usize - 1)?;
-        std::str::from_utf8(s).ok()?;
-        Some(Some(s))
-    }
+    pub member: Member<'a>,
 }
 
 /// The request in `frame` (a frame body: header and payload, no size prefix) if it is a
 /// Heartbeat of a version in `versions` in its common shape; else `None`.
 pub fn read_common<'a>(frame: &'a [u8], versions: (i16, i16)) -> Option<HeartbeatFrame<'a>> {
-    let mut c = Cursor { frame, pos: 0 };
+    let mut c = Cursor::new(frame);
     if c.i16()? != HEARTBEAT_API_KEY {
         return None;
     }
@@ -109,13 +61,15 @@ pub fn read_common<'a>(frame: &'a [u8], versions: (i16, i16)) -> Option<Heartbea
     if flexible && c.u8()? != 0 {
         return None; // body tagged fields
     }
-    (c.pos == frame.len()).then_some(HeartbeatFrame {
+    c.at_end().then_some(HeartbeatFrame {
         version,
         correlation_id,
-        group_id,
-        generation_id,
-        member_id,
-        group_instance_id,
+        member: Member {
+            group_id,
+            generation_id,
+            member_id,
+            group_instance_id,
+        },
     })
 }
 
@@ -258,9 +212,11 @@ mod tests {
                             &member, instance.as_deref());
             let got = read_common(&f, (0, 4)).unwrap();
             prop_assert_eq!(got, HeartbeatFrame {
-                version, correlation_id: correlation, group_id: group.as_bytes(),
-                generation_id: generation, member_id: member.as_bytes(),
-                group_instance_id: instance.as_deref().map(str::as_bytes),
+                version, correlation_id: correlation, member: Member {
+                    group_id: group.as_bytes(), generation_id: generation,
+                    member_id: member.as_bytes(),
+                    group_instance_id: instance.as_deref().map(str::as_bytes),
+                },
             });
             if cut < f.len() {
                 prop_assert!(read_common(&f[..cut], (0, 4)).is_none());

@@ -1,8 +1,9 @@
 //! The native shell's I/O thread: one listener's connections, read and written off the
 //! GIL with `mio` (epoll, edge-triggered), frames split here, heartbeats of admitted
-//! members answered here ([`FastHeartbeats`]), every other frame handed to Python in
-//! batches ([`ToPython`]), Python's replies sent back in each connection's request order
-//! ([`ReplyOrder`]).
+//! members answered here ([`FastHeartbeats`]), their common commits taken here and held
+//! until Python stored them ([`super::fast_commits`]), every other frame handed to Python
+//! in batches ([`ToPython`]), Python's replies sent back in each connection's request
+//! order ([`ReplyOrder`]).
 //!
 //! Python and this thread meet in one [`Shared`] behind a mutex, each holding it only to
 //! move batches in or out (never across a system call). Python is woken through a
@@ -25,6 +26,10 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use rustc_hash::FxHashMap;
+
+use super::commit_wire;
+use super::fast_commits::{CommitRules, TakenCommit};
 use super::fast_heartbeats::FastHeartbeats;
 use super::frames::FrameReader;
 use super::heartbeat_wire;
@@ -41,6 +46,8 @@ const READ_CHUNK: usize = 64 * 1024;
 pub const MAX_AT_PYTHON: usize = 32;
 /// how often idle and stalled connections are looked for
 const SCAN_EVERY: Duration = Duration::from_millis(500);
+/// Kafka's COORDINATOR_NOT_AVAILABLE: a taken commit's answer when its write failed
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 
 #[derive(Debug, Clone)]
 pub struct ShellConfig {
@@ -49,6 +56,14 @@ pub struct ShellConfig {
     /// Heartbeat versions the fast path may answer (those the dispatcher serves); `None`:
     /// every heartbeat goes to Python (an authorizer must see them)
     pub heartbeat_versions: Option<(i16, i16)>,
+    /// OffsetCommit versions admitted members' commits may be taken in; `None`: every
+    /// commit goes to Python
+    pub commit_versions: Option<(i16, i16)>,
+    /// Kafka's `offset.metadata.max.bytes`
+    pub offset_metadata_max_bytes: usize,
+    /// the upper bounds (seconds) of the buckets taken commits' latencies are counted in
+    /// (read to answer ready, as Python times the requests it answers)
+    pub latency_bounds_s: Vec<f64>,
     pub max_queued_replies: usize,
     pub max_buffered_bytes: usize,
     pub write_timeout_ms: u64,
@@ -80,8 +95,35 @@ struct FromPython {
     replies: Vec<(u64, u64, Option<Vec<u8>>)>,
     /// requests Python parked: no longer counted as with Python
     parked: Vec<(u64, u64)>,
+    /// taken commits Python stored (`true`) or failed to (`false`): their answers go out
+    released: Vec<(u64, u64, bool)>,
     closes: Vec<(u64, String)>,
     stop: bool,
+}
+
+/// Latencies counted per bucket (not cumulative; the last bucket is +Inf) and their sum.
+#[derive(Debug, Default, Clone)]
+pub struct Latencies {
+    bounds_s: Vec<f64>,
+    pub counts: Vec<u64>,
+    pub total_s: f64,
+}
+
+impl Latencies {
+    fn new(bounds_s: Vec<f64>) -> Self {
+        Latencies {
+            counts: vec![0; bounds_s.len() + 1],
+            bounds_s,
+            total_s: 0.0,
+        }
+    }
+
+    /// As Python's `Histogram.observe`: a value equal to a bound is in that bound's bucket.
+    fn observe(&mut self, seconds: f64) {
+        let bucket = self.bounds_s.partition_point(|&b| b < seconds);
+        self.counts[bucket] += 1;
+        self.total_s += seconds;
+    }
 }
 
 /// Running totals (Python adds them to its server statistics).
@@ -94,11 +136,18 @@ pub struct Counters {
     pub open: u64,
     /// the most reply bytes one connection held unsent (queued or behind a late reply)
     pub peak_unsent: u64,
+    /// OffsetCommits taken here
+    pub commits_taken: u64,
 }
 
 #[derive(Debug, Default)]
 pub struct Shared {
     pub fast: FastHeartbeats,
+    pub commit_rules: CommitRules,
+    /// commits taken since Python last took them (in the order taken)
+    pub taken: Vec<TakenCommit>,
+    /// taken commits' latencies, counted as their answers are released
+    pub commit_latencies: Latencies,
     to_python: ToPython,
     python_woken: bool,
     from_python: FromPython,
@@ -158,7 +207,11 @@ impl Shell {
         let (notify, notify_tx) = UnixStream::pair()?;
         notify.set_nonblocking(true)?;
         notify_tx.set_nonblocking(true)?;
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new(Mutex::new(Shared {
+            commit_rules: CommitRules::new(config.offset_metadata_max_bytes),
+            commit_latencies: Latencies::new(config.latency_bounds_s.clone()),
+            ..Shared::default()
+        }));
         let clock = Clock::new(now_ms);
         let mut io = IoThread {
             poll,
@@ -214,6 +267,17 @@ impl Shell {
         let _ = self.waker.wake();
     }
 
+    /// Taken commits stored (`ok`) or not: each `(connection, sequence number)`'s held
+    /// answer goes out (no error, or COORDINATOR_NOT_AVAILABLE for each partition).
+    pub fn release(&self, commits: impl IntoIterator<Item = (u64, u64)>, ok: bool) {
+        let mut s = lock(&self.shared);
+        s.from_python
+            .released
+            .extend(commits.into_iter().map(|(conn, seq)| (conn, seq, ok)));
+        drop(s);
+        let _ = self.waker.wake();
+    }
+
     /// Close a connection (Python found a frame it cannot read): nothing more is read or
     /// sent on it.
     pub fn close(&self, conn: u64, reason: String) {
@@ -242,6 +306,13 @@ impl Drop for Shell {
     }
 }
 
+/// A taken commit's answers, held until Python reports its write.
+struct Held {
+    stored: Vec<u8>,
+    failed: Vec<u8>,
+    read_at: Instant,
+}
+
 struct Conn {
     id: u64,
     stream: TcpStream,
@@ -253,6 +324,9 @@ struct Conn {
     reading: bool,
     /// frames handed to Python whose replies have not come back
     at_python: usize,
+    /// each commit taken here by sequence number: its two answers (stored, not stored)
+    /// and when it was read
+    held: FxHashMap<u64, Held>,
     last_active: Instant,
     /// since when the client takes no bytes though some wait
     stalled_since: Option<Instant>,
@@ -322,6 +396,22 @@ impl IoThread {
                     }
                 }
             }
+            if !from.released.is_empty() {
+                let mut s = lock(&self.shared);
+                for (conn, seq, ok) in from.released {
+                    let t = token(conn);
+                    let Some(c) = self.conns.get_mut(&t) else {
+                        continue;
+                    };
+                    if let Some(held) = c.held.remove(&seq) {
+                        let answer = if ok { held.stored } else { held.failed };
+                        c.order.fill(seq, Some(answer));
+                        s.commit_latencies
+                            .observe(held.read_at.elapsed().as_secs_f64());
+                        flush.push(t);
+                    }
+                }
+            }
             for (conn, seq, reply) in from.replies {
                 let t = token(conn);
                 if let Some(c) = self.conns.get_mut(&t) {
@@ -350,7 +440,8 @@ impl IoThread {
 
     fn wake_python(&mut self) {
         let mut s = lock(&self.shared);
-        if !s.python_woken && !s.to_python.is_empty() {
+        let waiting = !s.to_python.is_empty() || !s.taken.is_empty();
+        if waiting && !s.python_woken {
             s.python_woken = true;
             drop(s);
             // WouldBlock: the socket already holds unread wake-ups, which is as good
@@ -402,6 +493,7 @@ impl IoThread {
                             wpos: 0,
                             reading: true,
                             at_python: 0,
+                            held: FxHashMap::default(),
                             last_active: Instant::now(),
                             stalled_since: None,
                         },
@@ -489,6 +581,7 @@ impl IoThread {
     /// `Some(reason)`: a bad frame size (the connection must close).
     fn split(&mut self, t: usize) -> Option<String> {
         let versions = self.config.heartbeat_versions;
+        let commit_versions = self.config.commit_versions;
         let config = &self.config;
         let c = self.conns.get_mut(&t)?;
         let mut shared = lock(&self.shared);
@@ -510,6 +603,22 @@ impl IoThread {
                     let reply = heartbeat_wire::response(hb.correlation_id, hb.version, 0);
                     c.order.fill(seq, Some(reply));
                     continue;
+                }
+            }
+            if let Some(cf) = commit_versions.and_then(|v| commit_wire::read_common(frame, v)) {
+                if shared.commit_rules.accepts(&cf) {
+                    if let Some(at) = shared.fast.take_commit(&cf.member, now) {
+                        c.order.park(seq);
+                        let held = Held {
+                            stored: cf.response(0),
+                            failed: cf.response(COORDINATOR_NOT_AVAILABLE),
+                            read_at: Instant::now(),
+                        };
+                        c.held.insert(seq, held);
+                        shared.taken.push(TakenCommit::new(c.id, seq, &cf, at));
+                        shared.counters.commits_taken += 1;
+                        continue;
+                    }
                 }
             }
             c.at_python += 1;
