@@ -10,7 +10,7 @@ every partition, so the coordinator must keep it honest:
 - before a request that may change a group (anything but Heartbeat, OffsetCommit,
   OffsetFetch, OffsetDelete and the reads), the shell forgets that group's members
   (:func:`groups_changed_by`); then the commits it took so far are stored
-  (:meth:`NativeShells.take_commits`), and only then is the request handled;
+  (:meth:`NativeShells.store_commits`), and only then is the request handled;
 - after a call that removed members (session expiry), their groups; after a failed write
   or a change of topics, everyone (and it learns the new topics' partition counts);
 - before every coordinator call at ``now_ms``, the sessions the shell refreshed are

@@ -33,6 +33,7 @@ use super::fast_commits::{CommitRules, TakenCommit};
 use super::fast_heartbeats::FastHeartbeats;
 use super::frames::FrameReader;
 use super::heartbeat_wire;
+use super::latencies::Latencies;
 use super::reply_order::ReplyOrder;
 
 const LISTENER: Token = Token(0);
@@ -99,31 +100,6 @@ struct FromPython {
     released: Vec<(u64, u64, bool)>,
     closes: Vec<(u64, String)>,
     stop: bool,
-}
-
-/// Latencies counted per bucket (not cumulative; the last bucket is +Inf) and their sum.
-#[derive(Debug, Default, Clone)]
-pub struct Latencies {
-    bounds_s: Vec<f64>,
-    pub counts: Vec<u64>,
-    pub total_s: f64,
-}
-
-impl Latencies {
-    fn new(bounds_s: Vec<f64>) -> Self {
-        Latencies {
-            counts: vec![0; bounds_s.len() + 1],
-            bounds_s,
-            total_s: 0.0,
-        }
-    }
-
-    /// As Python's `Histogram.observe`: a value equal to a bound is in that bound's bucket.
-    fn observe(&mut self, seconds: f64) {
-        let bucket = self.bounds_s.partition_point(|&b| b < seconds);
-        self.counts[bucket] += 1;
-        self.total_s += seconds;
-    }
 }
 
 /// Running totals (Python adds them to its server statistics).

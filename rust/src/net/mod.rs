@@ -14,6 +14,7 @@ pub mod fast_heartbeats;
 pub mod frames;
 pub mod heartbeat_wire;
 pub mod io_loop;
+pub mod latencies;
 pub mod member;
 pub mod reply_order;
 mod wire_cursor;
