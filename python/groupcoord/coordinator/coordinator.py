@@ -345,14 +345,15 @@ class GroupCoordinator:
         takes_commits = bool(self._rb.groups[group_id].protocol_type)
         return timeout, expiry.handle(group_id, member_id), deadline, takes_commits
 
-    def commit_topic_counts(self, names: Iterable[str]) -> dict[str, int] | None:
-        """The partition count OffsetCommit's check sees for each of ``names`` that exists
-        (partitions ``0..count-1`` are accepted); ``None`` without a topic view (any
-        partition is accepted, which a shell taking commits need not reproduce)."""
+    def commit_topic_counts(self) -> dict[str, int] | None:
+        """The partition count OffsetCommit's check sees for each topic of the last
+        :meth:`update_topics` that exists (partitions ``0..count-1`` are accepted);
+        ``None`` without a topic view (any partition is accepted, which a shell taking
+        commits need not reproduce)."""
         view = self._rb.topic_view
         if view is None:
             return None
-        counts = {name: view.partition_count(name) for name in names}
+        counts = {name: view.partition_count(name) for name in self._rb.topics.names()}
         return {name: count for name, count in counts.items() if count is not None}
 
     def store_shell_commits(

@@ -119,8 +119,6 @@ class GroupGateway:
         #: native shells answering admitted members' heartbeats and taking their commits
         #: (native_heartbeats.py)
         self._native = NativeShells()
-        #: the topics as of the last update_topics (a shell attached later learns them)
-        self._topic_names: tuple[str, ...] = ()
         self._listeners.add_rebalance_listener(log_rebalance)
 
     def attach_native(self, shell: NetShell) -> None:
@@ -128,7 +126,7 @@ class GroupGateway:
         answering one of theirs with no error) and take their commits, keeping it honest
         as :mod:`~groupcoord.server.native_heartbeats` says."""
         self._native.attach(shell)
-        self._native.set_commit_topics(self.coordinator, self._topic_names)
+        self._native.set_commit_topics(self.coordinator)
 
     def add_rebalance_listener(self, listener: RebalanceListener) -> None:
         """Call ``listener(RebalanceCompleted)`` for every completed rebalance."""
@@ -191,12 +189,11 @@ class GroupGateway:
         after every topic created, grown or deleted."""
         if self._closed:
             return
-        topics = tuple(topics)
-        self._topic_names = tuple(t.name for t in topics)
         self._native.forget_everyone()
-        self._native.set_commit_topics(self.coordinator, self._topic_names)
         self.store_shell_commits()
         self._apply(self.coordinator.update_topics(topics, self._now()))
+        # no member is admitted again until a later call, so no commit is taken before
+        self._native.set_commit_topics(self.coordinator)
 
     def store_shell_commits(self) -> None:
         """Hand the commits native shells took since the last call to the coordinator to

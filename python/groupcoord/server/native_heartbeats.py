@@ -114,10 +114,10 @@ class NativeShells:
         for shell in self._shells:
             shell.invalidate_all()
 
-    def set_commit_topics(self, coordinator: GroupCoordinator, names: Iterable[str]) -> None:
-        """The topics are now ``names``: the shells take commits to them as far as the
-        coordinator's OffsetCommit check counts their partitions."""
-        counts = coordinator.commit_topic_counts(names)
+    def set_commit_topics(self, coordinator: GroupCoordinator) -> None:
+        """The shells take commits to the coordinator's topics as far as its OffsetCommit
+        check counts their partitions."""
+        counts = coordinator.commit_topic_counts()
         for shell in self._shells:
             shell.set_commit_topics(counts)
 

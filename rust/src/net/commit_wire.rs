@@ -20,7 +20,7 @@
 //! tagged fields in v8+.
 
 use super::member::Member;
-use super::wire_cursor::Cursor;
+use super::wire_cursor::read_header;
 
 pub const OFFSET_COMMIT_API_KEY: i16 = 8;
 /// v0 and v1 carry other fields (v1 a per-partition timestamp): Python serves them.
@@ -52,59 +52,13 @@ pub struct CommitFrame<'a> {
     pub topics: Vec<CommitTopic<'a>>,
 }
 
-/// The body's cursor with its version's encodings: compact (`flexible`) or classic.
-struct Body<'a> {
-    c: Cursor<'a>,
-    flexible: bool,
-}
-
-impl<'a> Body<'a> {
-    fn string(&mut self, nullable: bool) -> Option<Option<&'a [u8]>> {
-        if self.flexible {
-            self.c.compact(nullable)
-        } else {
-            self.c.legacy(nullable)
-        }
-    }
-    /// An array's length; a null array is unusual (Python's codec refuses it too).
-    fn count(&mut self) -> Option<usize> {
-        if self.flexible {
-            match self.c.u8()? {
-                n @ 1..0x80 => Some(n as usize - 1),
-                _ => None, // null, or a longer varint
-            }
-        } else {
-            usize::try_from(self.c.i32()?).ok()
-        }
-    }
-    /// A flexible struct's tagged fields: none (a single 0 byte) in the common shape.
-    fn no_tagged_fields(&mut self) -> Option<()> {
-        (!self.flexible || self.c.u8()? == 0).then_some(())
-    }
-}
-
 /// The request in `frame` (a frame body: header and payload, no size prefix) if it is an
 /// OffsetCommit of a version in `versions` in its common shape; else `None`.
-pub fn read_common<'a>(frame: &'a [u8], versions: (i16, i16)) -> Option<CommitFrame<'a>> {
-    let mut c = Cursor::new(frame);
-    if c.i16()? != OFFSET_COMMIT_API_KEY {
-        return None;
-    }
-    let version = c.i16()?;
-    if version < versions.0.max(MIN_VERSION) || version > versions.1.min(MAX_VERSION) {
-        return None;
-    }
-    let correlation_id = c.i32()?;
-    c.legacy(true)?; // client id: checked (Python would refuse bad UTF-8), not used
-    let mut b = Body {
-        c,
-        flexible: version >= FLEXIBLE,
-    };
-    b.no_tagged_fields()?; // the header's
-    let group_id = b.string(false)??;
-    let generation_id = b.c.i32()?;
-    let member_id = b.string(false)??;
-    let group_instance_id = if version >= 7 { b.string(true)? } else { None };
+pub fn read_common(frame: &[u8], versions: (i16, i16)) -> Option<CommitFrame<'_>> {
+    let supported = (MIN_VERSION, MAX_VERSION);
+    let (version, correlation_id, mut b) =
+        read_header(frame, OFFSET_COMMIT_API_KEY, versions, supported, FLEXIBLE)?;
+    let member = b.member(version >= 7)?;
     // Any other retention goes to Python: kio reads it as a timedelta with its own range
     // checks, and clients send the default.
     if version <= 4 && b.c.i64()? != -1 {
@@ -136,12 +90,7 @@ pub fn read_common<'a>(frame: &'a [u8], versions: (i16, i16)) -> Option<CommitFr
     b.c.at_end().then_some(CommitFrame {
         version,
         correlation_id,
-        member: Member {
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-        },
+        member,
         topics,
     })
 }

@@ -12,7 +12,7 @@
 //! throttle_time_ms`, `int16 error_code`, v4 tagged fields.
 
 use super::member::Member;
-use super::wire_cursor::Cursor;
+use super::wire_cursor::read_header;
 
 pub const HEARTBEAT_API_KEY: i16 = 12;
 pub const HEARTBEAT_MAX_VERSION: i16 = 4;
@@ -28,48 +28,16 @@ pub struct HeartbeatFrame<'a> {
 
 /// The request in `frame` (a frame body: header and payload, no size prefix) if it is a
 /// Heartbeat of a version in `versions` in its common shape; else `None`.
-pub fn read_common<'a>(frame: &'a [u8], versions: (i16, i16)) -> Option<HeartbeatFrame<'a>> {
-    let mut c = Cursor::new(frame);
-    if c.i16()? != HEARTBEAT_API_KEY {
-        return None;
-    }
-    let version = c.i16()?;
-    if version < versions.0.max(0) || version > versions.1.min(HEARTBEAT_MAX_VERSION) {
-        return None;
-    }
-    let correlation_id = c.i32()?;
-    c.legacy(true)?; // client id: checked (Python would refuse bad UTF-8), not used
-    let flexible = version >= FLEXIBLE;
-    let string = |c: &mut Cursor<'a>, nullable| {
-        if flexible {
-            c.compact(nullable)
-        } else {
-            c.legacy(nullable)
-        }
-    };
-    if flexible && c.u8()? != 0 {
-        return None; // header tagged fields
-    }
-    let group_id = string(&mut c, false)??;
-    let generation_id = c.i32()?;
-    let member_id = string(&mut c, false)??;
-    let group_instance_id = if version >= 3 {
-        string(&mut c, true)?
-    } else {
-        None
-    };
-    if flexible && c.u8()? != 0 {
-        return None; // body tagged fields
-    }
-    c.at_end().then_some(HeartbeatFrame {
+pub fn read_common(frame: &[u8], versions: (i16, i16)) -> Option<HeartbeatFrame<'_>> {
+    let supported = (0, HEARTBEAT_MAX_VERSION);
+    let (version, correlation_id, mut b) =
+        read_header(frame, HEARTBEAT_API_KEY, versions, supported, FLEXIBLE)?;
+    let member = b.member(version >= 3)?;
+    b.no_tagged_fields()?;
+    b.c.at_end().then_some(HeartbeatFrame {
         version,
         correlation_id,
-        member: Member {
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-        },
+        member,
     })
 }
 
