@@ -13,6 +13,7 @@ __all__ = [
     "JOIN",
     "SESSION",
     "SYNC",
+    "ConnectionLimits",
     "Expired",
     "LaneApp",
     "LaneSet",
@@ -521,6 +522,29 @@ class LaneSet:
 # =====================================================================================
 
 @final
+class ConnectionLimits:
+    """Kafka's ``max.connections`` and ``max.connections.per.ip`` for the whole server:
+    one table of open connections, in total and per client address, that every listener
+    counts in (the asyncio shell through these methods, each native shell given it on its
+    own thread). An IPv4 client seen as ``::ffff:a.b.c.d`` is the same address."""
+
+    def __new__(
+        cls, max_connections: int | None = None, max_connections_per_ip: int | None = None
+    ) -> Self:
+        """No limit where None."""
+    def open(self, address: str) -> str | None:
+        """Count a new connection from ``address``; or the Kafka name of the limit it would
+        exceed (``"max.connections"``, ``"max.connections.per.ip"``), and it is not
+        counted. ``ValueError`` if ``address`` is not an IP address."""
+    def close(self, address: str) -> bool:
+        """A connection ``open`` counted has closed; False if none from ``address`` was."""
+    @property
+    def open_connections(self) -> int:
+        """Connections open now, over every listener."""
+    def per_ip(self) -> dict[str, int]:
+        """Open connections per client address."""
+
+@final
 class NetShell:
     """A listening socket served on a Rust thread off the GIL: accepts, reads, splits
     frames, writes replies in each connection's request order, answers the heartbeats of
@@ -542,15 +566,16 @@ class NetShell:
         max_buffered_bytes: int = 4194304,
         write_timeout_ms: int = 60000,
         idle_ms: int | None = None,
-        max_connections: int | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> Self:
         """Serve the bound, listening socket ``fd`` (taken over: ``socket.detach()``).
         ``heartbeat_versions``: the Heartbeat versions it may answer (None: none, every
         heartbeat goes to Python); ``commit_versions``: the OffsetCommit versions it may
         take (None: none), checking metadata against ``offset_metadata_max_bytes``;
         ``latency_bounds_s``: ascending bucket bounds of the taken commits' latency counts
-        (default none: one +Inf bucket). ``OSError`` if the thread cannot start,
-        ``ValueError`` for bounds out of order."""
+        (default none: one +Inf bucket); ``limits``: the server's connection limits,
+        shared with its other listeners (None: this shell counts alone, unlimited).
+        ``OSError`` if the thread cannot start, ``ValueError`` for bounds out of order."""
     @property
     def notify_fd(self) -> int:
         """Readable when ``take()`` has something."""
@@ -615,7 +640,8 @@ class NetShell:
         and refuse, from now on, members due by ``now_ms``. Returns how many were
         applied."""
     def counters(self) -> dict[str, Any]:
-        """Running totals: bytes_in, bytes_out, accepted, refused, open, peak_unsent (the
+        """Running totals: bytes_in, bytes_out, accepted, refused (max.connections),
+        refused_per_ip (max.connections.per.ip), open, peak_unsent (the
         most reply bytes one connection held unsent), heartbeats_answered, admitted,
         commits_taken, commit_latency_counts (per bucket, the last +Inf) and
         commit_latency_total_s."""

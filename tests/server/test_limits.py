@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from groupcoord.coordinator import JoinGroupRequest
 from groupcoord.protocol.group_messages import to_kio_request
 from groupcoord.server import Server, ServerConfig
 from serve_process import ServerProcess
+from tls_certs import make_certs
 
 
 async def answers(server: Server, client: WireClient | None = None) -> None:
@@ -89,6 +92,63 @@ def test_max_connections_per_ip_leaves_other_addresses_served() -> None:
             await client.close()
 
     run_scenario(scenario, max_connections_per_ip=2)
+
+
+def test_limits_count_the_connections_of_every_listener_of_both_shells(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One table for the whole server, as Kafka's: a client's connections to the native
+    shell's PLAINTEXT listener and to the asyncio shell's SSL listener add up."""
+    certs = make_certs(tmp_path)
+    tls = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+
+    async def connect(server: Server, protocol: str) -> WireClient:
+        (endpoint,) = [e for e in server.endpoints if e.protocol == protocol]
+        context = tls if protocol == "SSL" else None
+        reader, writer = await asyncio.open_connection("127.0.0.1", endpoint.port, ssl=context)
+        return WireClient(reader, writer)
+
+    async def served(client: WireClient) -> bool:
+        try:
+            return (await client.call(ApiVersionsV0())).error_code == 0
+        except (EOFError, ConnectionError, OSError):
+            return False
+
+    async def scenario(server: Server) -> None:
+        assert server.native_listeners, "the PLAINTEXT listener is on the native shell"
+        native = await connect(server, "PLAINTEXT")
+        over_tls = await connect(server, "SSL")
+        assert await served(native) and await served(over_tls)
+        assert server.per_ip_connections == {"127.0.0.1": 2}
+        # a third from the same address is refused on either listener
+        for protocol in ("PLAINTEXT", "SSL"):
+            extra = await connect(server, protocol)
+            assert not await served(extra), protocol
+            await extra.close()
+        assert server.per_ip_connections == {"127.0.0.1": 2}
+        (listener,) = server.native_listeners
+        assert listener.counters()["refused_per_ip"] == 1
+        # logged, as the asyncio listener's refusals are (the counters are read each second)
+        await wait_until(lambda: "on the native listener" in caplog.text)
+        assert "refused 1 connection(s) on the native listener" in caplog.text
+        assert "max.connections.per.ip reached" in caplog.text
+        # the native connection's slot, once closed, is one the asyncio listener can use
+        await native.close()
+        await wait_until(lambda: server.per_ip_connections == {"127.0.0.1": 1})
+        again = await connect(server, "SSL")
+        assert await served(again) and await served(over_tls)
+        for client in (over_tls, again):
+            await client.close()
+        await wait_until(lambda: server.per_ip_connections == {})
+
+    run_scenario(
+        scenario,
+        listeners=("PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0"),
+        ssl_certfile=str(certs / "server.pem"),
+        ssl_keyfile=str(certs / "server.key"),
+        native_io=True,
+        max_connections_per_ip=2,
+    )
 
 
 def test_a_connection_with_no_request_for_the_idle_timeout_is_closed() -> None:

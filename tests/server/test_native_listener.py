@@ -15,7 +15,7 @@ from group_calls import call, join, synced_member
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic
 from kio.schema.types import TopicName
-from server_harness import run_scenario, server_config
+from server_harness import run_scenario
 from wire_client import WireClient, pipeline_without_reading
 
 from groupcoord.config import CoordinatorConfig
@@ -223,10 +223,3 @@ def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> N
         connections_write_timeout_ms=1_000,
         **native(),
     )
-
-
-def test_native_io_refuses_a_limit_it_does_not_enforce() -> None:
-    import pytest
-
-    with pytest.raises(ValueError, match="--native-io does not enforce --max-connections-per-ip"):
-        server_config(native_io=True, max_connections_per_ip=2)

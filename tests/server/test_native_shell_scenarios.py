@@ -27,6 +27,7 @@ SCENARIOS: list[Callable[[], None]] = [
     test_consumer_groups_wire.test_classic_admin_apis_answer_for_a_consumer_group_as_kafka,
     test_group_gateway.test_parked_join_is_answered_by_the_timer,
     test_limits.test_connections_beyond_max_connections_are_closed_at_accept,
+    test_limits.test_max_connections_per_ip_leaves_other_addresses_served,
     test_limits.test_a_connection_with_no_request_for_the_idle_timeout_is_closed,
     test_limits.test_a_parked_join_group_is_not_idle,
 ]

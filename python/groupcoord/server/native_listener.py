@@ -28,7 +28,7 @@ from functools import partial
 from time import perf_counter
 from typing import Any
 
-from groupcoord._core import NetShell
+from groupcoord._core import ConnectionLimits, NetShell
 from groupcoord.errors import InvalidRequestError
 from groupcoord.protocol.heartbeat_codec import HEARTBEAT_API_KEY
 from groupcoord.protocol.offset_commit_codec import OFFSET_COMMIT_API_KEY
@@ -83,13 +83,17 @@ class NativeListener:
         max_buffered_bytes: int,
         write_timeout_ms: int,
         idle_ms: int | None,
-        max_connections: int | None,
+        limits: ConnectionLimits | None,
         stats: ServerStats | None = None,
     ) -> None:
         """``sock``: bound and listening (the shell takes it over); ``answer_natively``:
         the shell may answer admitted members' heartbeats and take their commits (not
-        with an authorizer, which must see every request)."""
+        with an authorizer, which must see every request); ``limits``: the server's
+        connection limits, which this listener's connections count in (None: none)."""
         versions = dispatcher.versions
+        host, port = sock.getsockname()[:2]
+        #: where it listens, as the logs name it
+        self.address = f"{host}:{port}"
         self.shell = NetShell(
             sock.detach(),
             now_ms=now_ms,
@@ -101,7 +105,7 @@ class NativeListener:
             max_buffered_bytes=max_buffered_bytes,
             write_timeout_ms=write_timeout_ms,
             idle_ms=idle_ms,
-            max_connections=max_connections,
+            limits=limits,
         )
         self._dispatcher = dispatcher
         self._stats = stats
@@ -110,7 +114,9 @@ class NativeListener:
         self._clients: dict[int, tuple[str, str]] = {}
         #: replies still being worked on, per connection (cancelled when it closes)
         self._parked: defaultdict[int, set[asyncio.Future[bytes | None]]] = defaultdict(set)
-        self._counted = {"bytes_in": 0, "bytes_out": 0, "refused": 0, "heartbeats_answered": 0}
+        self._counted = dict.fromkeys(
+            ("bytes_in", "bytes_out", "refused", "refused_per_ip", "heartbeats_answered"), 0
+        )
         #: the taken commits' latency counts and sum as of the last count
         self._commit_latencies: tuple[list[int], float] = ([0] * (len(LATENCY_BUCKETS_S) + 1), 0.0)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -129,12 +135,13 @@ class NativeListener:
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(self.shell.notify_fd, self._on_ready)
-        if self._stats is not None:
-            self._count_every_second()
+        self._count_every_second()
 
     def _count_every_second(self) -> None:
-        """The shell's counters into the statistics, once a second rather than per batch
-        (most heartbeats never come to Python): a scrape is at most a second behind."""
+        """The shell's counters into the statistics and refusals into the log, once a
+        second rather than per batch (most heartbeats never come to Python): a scrape is
+        at most a second behind, and a flood of refused connections is one line a second,
+        as on the asyncio listeners."""
         self._count()
         assert self._loop is not None
         self._counting = self._loop.call_later(STATS_INTERVAL_S, self._count_every_second)
@@ -240,15 +247,29 @@ class NativeListener:
             reply.cancel()
 
     def _count(self) -> None:
-        stats = self._stats
-        assert stats is not None
         counters = self.shell.counters()
         delta = {name: counters[name] - seen for name, seen in self._counted.items()}
         self._counted = {name: counters[name] for name in self._counted}
+        for limit, refused in (
+            ("max.connections", delta["refused"]),
+            ("max.connections.per.ip", delta["refused_per_ip"]),
+        ):
+            if refused:
+                log.warning(
+                    "refused %d connection(s) on the native listener %s: %s reached",
+                    refused,
+                    self.address,
+                    limit,
+                )
+        stats = self._stats
+        if stats is None:
+            return
         stats.bytes_in += delta["bytes_in"]
         stats.bytes_out += delta["bytes_out"]
         for _ in range(delta["refused"]):
             stats.refused("max.connections")
+        for _ in range(delta["refused_per_ip"]):
+            stats.refused("max.connections.per.ip")
         stats.answered_at_once(_HEARTBEAT_KEY, delta["heartbeats_answered"])
         counts, total = counters["commit_latency_counts"], counters["commit_latency_total_s"]
         seen_counts, seen_total = self._commit_latencies

@@ -6,8 +6,9 @@ what serves: the topic log and its APIs (:mod:`groupcoord.broker`), one
 behind a :class:`~groupcoord.server.group_gateway.GroupGateway`, and the listening socket.
 Every connection is a :class:`~groupcoord.server.connection.Connection`.
 
-Limits, as Kafka names them: ``max_connections`` (``max.connections``, all listeners) and
-``max_connections_per_ip`` (``max.connections.per.ip``) close a new connection at accept
+Limits, as Kafka names them: ``max_connections`` (``max.connections``) and
+``max_connections_per_ip`` (``max.connections.per.ip``), counted over every listener of
+either shell in one ``ConnectionLimits`` table, close a new connection at accept
 when it would exceed them (logged, at most once a second with the count refused since);
 ``connections_max_idle_ms`` (``connections.max.idle.ms``) closes a connection that sent
 no request for that long and has nothing outstanding (a parked JoinGroup is not idle).
@@ -34,11 +35,11 @@ import signal
 import socket
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from groupcoord._core import ConnectionLimits
 from groupcoord.broker.data_apis import BrokerInfo, DataApiConfig, DataApis
 from groupcoord.broker.log import TopicLog, validate_topic_name
 from groupcoord.config import CoordinatorConfig
@@ -218,10 +219,6 @@ class ServerConfig:
                     f"--sasl-mechanisms: {', '.join(unknown) or 'none given'} "
                     f"(supported: {', '.join(SASL_MECHANISMS)})"
                 )
-        if self.native_io and self.max_connections_per_ip is not None:
-            raise ValueError(
-                "--native-io does not enforce --max-connections-per-ip: use one or the other"
-            )
         if self.authorizer not in (None, "acl"):
             raise ValueError(f"unknown authorizer {self.authorizer!r} (the one there is: acl)")
         if self.authorizer is None and (self.super_users or self.allow_everyone_if_no_acl_found):
@@ -285,8 +282,9 @@ class Server:
         #: each listener's endpoint and dispatcher (same order)
         self._routes: list[tuple[Endpoint, Dispatcher]] = []
         self._acl_store: AclStore | None = None
-        #: open connections per client address (max_connections_per_ip)
-        self._per_ip: Counter[str] = Counter()
+        #: open connections, in total and per client address, over every listener of
+        #: either shell (max_connections, max_connections_per_ip)
+        self._limits = ConnectionLimits(config.max_connections, config.max_connections_per_ip)
         self._refused_unlogged = 0
         self._refusal_logged_at = -_REFUSAL_LOG_INTERVAL_S
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -452,7 +450,7 @@ class Server:
             max_buffered_bytes=config.max_buffered_bytes_per_connection,
             write_timeout_ms=config.connections_write_timeout_ms,
             idle_ms=config.connections_max_idle_ms,
-            max_connections=config.max_connections,
+            limits=self._limits,
             stats=self.stats,
         )
         if answer_natively:
@@ -560,12 +558,28 @@ class Server:
             writer.close()
             return
         peer = writer.get_extra_info("peername")
-        address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        refused = self._over_limit(address)
+        if not isinstance(peer, tuple):
+            writer.transport.abort()  # reset before it was accepted: nobody to serve
+            return
+        address = str(peer[0])
+        refused = self._limits.open(address)
         if refused is not None:
             self._refuse(address, refused)
             writer.transport.abort()
             return
+        try:
+            await self._serve_connection(endpoint, dispatcher, reader, writer, address)
+        finally:
+            self._limits.close(address)
+
+    async def _serve_connection(
+        self,
+        endpoint: Endpoint,
+        dispatcher: Dispatcher,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        address: str,
+    ) -> None:
         principal = ANONYMOUS
         if endpoint.tls:
             principal = tls_principal(writer.get_extra_info("peercert")) or ANONYMOUS
@@ -589,7 +603,6 @@ class Server:
         task = asyncio.current_task()
         assert task is not None
         self._connections[connection] = task
-        self._per_ip[address] += 1
         log.debug(
             "connection from %s (%s)",
             connection.peer,
@@ -600,19 +613,6 @@ class Server:
             await connection.run()
         finally:
             del self._connections[connection]
-            self._per_ip[address] -= 1
-            if not self._per_ip[address]:
-                del self._per_ip[address]
-
-    def _over_limit(self, address: str) -> str | None:
-        """The limit (Kafka's name) a new connection from ``address`` would exceed."""
-        config = self.config
-        if config.max_connections is not None and len(self._connections) >= config.max_connections:
-            return "max.connections"
-        per_ip = config.max_connections_per_ip
-        if per_ip is not None and self._per_ip[address] >= per_ip:
-            return "max.connections.per.ip"
-        return None
 
     def _refuse(self, address: str, limit: str) -> None:
         if self.stats is not None:
@@ -625,7 +625,7 @@ class Server:
                 self._refused_unlogged,
                 address,
                 limit,
-                len(self._connections),
+                self._limits.open_connections,
             )
             self._refused_unlogged = 0
             self._refusal_logged_at = now
@@ -668,8 +668,8 @@ class Server:
 
     @property
     def per_ip_connections(self) -> dict[str, int]:
-        """Open connections per client address."""
-        return dict(self._per_ip)
+        """Open connections per client address, over every listener."""
+        return self._limits.per_ip()
 
 
 def topic_metadata(topic_log: TopicLog) -> list[TopicMetadata]:

@@ -5,6 +5,7 @@ mod app_loop;
 mod assign;
 mod assign_input;
 mod assign_server;
+mod connection_limits;
 mod current_input;
 mod errors;
 mod group_memo;
@@ -29,6 +30,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assign_server::plain_current, m)?)?;
     m.add_class::<assign_server::ServerTargetPy>()?;
     m.add_class::<net_shell::NetShellPy>()?;
+    m.add_class::<connection_limits::ConnectionLimitsPy>()?;
     timer::register(m)?;
     Ok(())
 }

@@ -4,12 +4,15 @@
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::os::fd::FromRawFd;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use super::connection_limits::ConnectionLimitsPy;
 use super::timer::MemberExpiryPy;
+use crate::net::connection_limits::ConnectionLimits;
 use crate::net::io_loop::{Shell, ShellConfig};
 
 #[pyclass(name = "NetShell", module = "groupcoord._core")]
@@ -26,7 +29,7 @@ impl NetShellPy {
         fd, *, now_ms, max_frame_bytes, heartbeat_versions = None, commit_versions = None,
         offset_metadata_max_bytes = 4096, latency_bounds_s = Vec::new(), max_queued_replies = 1024,
         max_buffered_bytes = 4_194_304, write_timeout_ms = 60_000, idle_ms = None,
-        max_connections = None
+        limits = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -41,7 +44,7 @@ impl NetShellPy {
         max_buffered_bytes: usize,
         write_timeout_ms: u64,
         idle_ms: Option<u64>,
-        max_connections: Option<usize>,
+        limits: Option<PyRef<'_, ConnectionLimitsPy>>,
     ) -> PyResult<Self> {
         if fd < 0 {
             return Err(PyValueError::new_err(format!(
@@ -71,7 +74,11 @@ impl NetShellPy {
             max_buffered_bytes,
             write_timeout_ms,
             idle_ms,
-            max_connections,
+            // without a table of its own server's, a shell counts alone and limits nothing
+            limits: limits.map_or_else(
+                || Arc::new(Mutex::new(ConnectionLimits::default())),
+                |l| Arc::clone(&l.inner),
+            ),
         };
         let shell = Shell::start(listener, now_ms, config)
             .map_err(|e| PyOSError::new_err(format!("cannot start the native shell: {e}")))?;
@@ -213,7 +220,7 @@ impl NetShellPy {
         expiry.apply_refreshes(&refreshes)
     }
 
-    /// Running totals: bytes in and out, connections accepted, refused and open, the most
+    /// Running totals: bytes in and out, connections accepted, refused (by limit) and open, the most
     /// reply bytes one connection held unsent, heartbeats answered natively, members
     /// admitted, commits taken natively and their latencies (per bucket of
     /// `latency_bounds_s`, the last +Inf, and their sum).
@@ -231,6 +238,7 @@ impl NetShellPy {
         d.set_item("bytes_out", c.bytes_out)?;
         d.set_item("accepted", c.accepted)?;
         d.set_item("refused", c.refused)?;
+        d.set_item("refused_per_ip", c.refused_per_ip)?;
         d.set_item("open", c.open)?;
         d.set_item("peak_unsent", c.peak_unsent)?;
         d.set_item("heartbeats_answered", answered)?;

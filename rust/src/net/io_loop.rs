@@ -15,9 +15,12 @@
 //! wait to be sent (a client pipelining without reading fills only its own socket); a
 //! client that takes no reply bytes for `write_timeout_ms` is closed, as is one idle for
 //! `idle_ms` (Kafka's `connections.max.idle.ms`); a bad frame size closes the connection.
+//! A new connection beyond `max.connections` or `max.connections.per.ip` (counted over
+//! every listener: [`ConnectionLimits`]) is closed at accept.
 
 use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
+use std::net::IpAddr;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -29,6 +32,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use rustc_hash::FxHashMap;
 
 use super::commit_wire;
+use super::connection_limits::{ConnectionLimits, Limit};
 use super::fast_commits::{CommitRules, TakenCommit};
 use super::fast_heartbeats::FastHeartbeats;
 use super::frames::FrameReader;
@@ -70,8 +74,9 @@ pub struct ShellConfig {
     pub write_timeout_ms: u64,
     /// Kafka's `connections.max.idle.ms`; `None`: never
     pub idle_ms: Option<u64>,
-    /// Kafka's `max.connections` for this listener; `None`: no limit
-    pub max_connections: Option<usize>,
+    /// the server's connection quotas, shared with every other listener (see
+    /// [`ConnectionLimits`])
+    pub limits: Arc<Mutex<ConnectionLimits>>,
 }
 
 /// What this thread hands to Python, in arrival order within each list.
@@ -108,7 +113,10 @@ pub struct Counters {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub accepted: u64,
+    /// connections closed at accept: `max.connections` reached
     pub refused: u64,
+    /// connections closed at accept: `max.connections.per.ip` reached
+    pub refused_per_ip: u64,
     pub open: u64,
     /// the most reply bytes one connection held unsent (queued or behind a late reply)
     pub peak_unsent: u64,
@@ -162,6 +170,12 @@ impl Clock {
 /// A connection id's token: ids are their tokens, never reused (the counter only grows).
 fn token(conn: u64) -> usize {
     usize::try_from(conn).unwrap_or(usize::MAX)
+}
+
+/// The connection limits, shared with other listeners' threads and Python (each holds
+/// them for one count).
+fn lock_limits(limits: &Mutex<ConnectionLimits>) -> MutexGuard<'_, ConnectionLimits> {
+    limits.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -292,6 +306,8 @@ struct Held {
 struct Conn {
     id: u64,
     stream: TcpStream,
+    /// the client's address, as counted in the connection limits
+    ip: IpAddr,
     frames: FrameReader,
     order: ReplyOrder,
     wbuf: Vec<u8>,
@@ -429,14 +445,19 @@ impl IoThread {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, peer)) => {
+                    let counted = lock_limits(&self.config.limits).open(peer.ip());
                     let mut s = lock(&self.shared);
-                    if self
-                        .config
-                        .max_connections
-                        .is_some_and(|max| self.conns.len() >= max)
-                    {
-                        s.counters.refused += 1;
-                        continue; // dropped: closed at once, as Kafka's max.connections
+                    match counted {
+                        Ok(()) => {}
+                        // dropped: closed at once, as Kafka's acceptor does
+                        Err(Limit::MaxConnections) => {
+                            s.counters.refused += 1;
+                            continue;
+                        }
+                        Err(Limit::MaxConnectionsPerIp) => {
+                            s.counters.refused_per_ip += 1;
+                            continue;
+                        }
                     }
                     let t = self.next_token;
                     self.next_token += 1;
@@ -450,6 +471,7 @@ impl IoThread {
                         )
                         .is_err()
                     {
+                        lock_limits(&self.config.limits).close(peer.ip());
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
@@ -463,6 +485,7 @@ impl IoThread {
                         Conn {
                             id: t as u64,
                             stream,
+                            ip: peer.ip(),
                             frames: FrameReader::new(self.config.max_frame_bytes),
                             order: ReplyOrder::default(),
                             wbuf: Vec::new(),
@@ -665,6 +688,7 @@ impl IoThread {
     fn drop_conn(&mut self, t: usize, reason: String) {
         if let Some(mut c) = self.conns.remove(&t) {
             let _ = self.poll.registry().deregister(&mut c.stream);
+            lock_limits(&self.config.limits).close(c.ip);
             let mut s = lock(&self.shared);
             s.counters.open -= 1;
             s.to_python.closed.push((c.id, reason));

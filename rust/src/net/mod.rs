@@ -6,9 +6,11 @@
 //! whose answer needs no Python once the coordinator has said the member is current, and
 //! takes their common commits ([`fast_commits`]), whose answer is known as soon as they
 //! are read and needs only their write. Only [`io_loop`] does I/O; the other modules are
-//! pure and tested on their own.
+//! pure and tested on their own. [`connection_limits`] is the server's one table of open
+//! connections, which every listener of either shell counts in.
 
 pub mod commit_wire;
+pub mod connection_limits;
 pub mod fast_commits;
 pub mod fast_heartbeats;
 pub mod frames;
