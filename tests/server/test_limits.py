@@ -203,6 +203,8 @@ def test_a_parked_join_group_is_not_idle() -> None:
 
 
 def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> None:
+    """On the asyncio shell, whose connections say what they buffer (the native shell's
+    own case is test_native_listener's test of the same name, by its counters)."""
     budget = 64 * 1024
     # replies of ~20 KB (a topic of 1,000 partitions): the 1,024 queued replies a
     # connection may hold (MAX_QUEUED_REPLIES) would be 20 MB without the byte budget
@@ -231,6 +233,7 @@ def test_a_client_that_never_reads_holds_bounded_memory_and_blocks_nobody() -> N
         topics=(("big", 1_000),),
         max_buffered_bytes_per_connection=budget,
         connections_write_timeout_ms=2_000,
+        native_io=False,
     )
 
 
