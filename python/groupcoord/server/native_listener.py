@@ -41,6 +41,9 @@ __all__ = ["NativeListener", "bind_listener"]
 
 log = logging.getLogger("groupcoord.server")
 
+#: the shell's refusal counters and the limit (Kafka's name) each counts
+_REFUSALS = (("refused", "max.connections"), ("refused_per_ip", "max.connections.per.ip"))
+
 #: frames dispatched per loop callback before the rest waits for the next (so timers and
 #: other listeners get the loop between batches)
 MAX_BATCH = 4096
@@ -250,11 +253,8 @@ class NativeListener:
         counters = self.shell.counters()
         delta = {name: counters[name] - seen for name, seen in self._counted.items()}
         self._counted = {name: counters[name] for name in self._counted}
-        for limit, refused in (
-            ("max.connections", delta["refused"]),
-            ("max.connections.per.ip", delta["refused_per_ip"]),
-        ):
-            if refused:
+        for counter, limit in _REFUSALS:
+            if refused := delta[counter]:
                 log.warning(
                     "refused %d connection(s) on the native listener %s: %s reached",
                     refused,
@@ -266,10 +266,9 @@ class NativeListener:
             return
         stats.bytes_in += delta["bytes_in"]
         stats.bytes_out += delta["bytes_out"]
-        for _ in range(delta["refused"]):
-            stats.refused("max.connections")
-        for _ in range(delta["refused_per_ip"]):
-            stats.refused("max.connections.per.ip")
+        for counter, limit in _REFUSALS:
+            for _ in range(delta[counter]):
+                stats.refused(limit)
         stats.answered_at_once(_HEARTBEAT_KEY, delta["heartbeats_answered"])
         counts, total = counters["commit_latency_counts"], counters["commit_latency_total_s"]
         seen_counts, seen_total = self._commit_latencies

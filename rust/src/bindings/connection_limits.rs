@@ -10,6 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::net::connection_limits::ConnectionLimits;
+use crate::net::io_loop;
 
 #[pyclass(name = "ConnectionLimits", module = "groupcoord._core", frozen)]
 pub struct ConnectionLimitsPy {
@@ -29,7 +30,7 @@ fn parse(address: &str) -> PyResult<IpAddr> {
 
 impl ConnectionLimitsPy {
     fn lock(&self) -> MutexGuard<'_, ConnectionLimits> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        io_loop::lock(&self.inner)
     }
 }
 

@@ -172,15 +172,11 @@ fn token(conn: u64) -> usize {
     usize::try_from(conn).unwrap_or(usize::MAX)
 }
 
-/// The connection limits, shared with other listeners' threads and Python (each holds
-/// them for one count).
-fn lock_limits(limits: &Mutex<ConnectionLimits>) -> MutexGuard<'_, ConnectionLimits> {
-    limits.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
-    // a panic on the other side must not wedge this one: the data stays consistent
-    // because every critical section only moves whole items
+/// What this thread shares (with Python, and the connection limits with other
+/// listeners' threads), locked: a panic on the other side must not wedge this one; the
+/// data stays consistent because every critical section only moves whole items or
+/// changes one count.
+pub fn lock<T>(shared: &Mutex<T>) -> MutexGuard<'_, T> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -445,7 +441,7 @@ impl IoThread {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, peer)) => {
-                    let counted = lock_limits(&self.config.limits).open(peer.ip());
+                    let counted = lock(&self.config.limits).open(peer.ip());
                     let mut s = lock(&self.shared);
                     match counted {
                         Ok(()) => {}
@@ -471,7 +467,7 @@ impl IoThread {
                         )
                         .is_err()
                     {
-                        lock_limits(&self.config.limits).close(peer.ip());
+                        lock(&self.config.limits).close(peer.ip());
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
@@ -688,7 +684,7 @@ impl IoThread {
     fn drop_conn(&mut self, t: usize, reason: String) {
         if let Some(mut c) = self.conns.remove(&t) {
             let _ = self.poll.registry().deregister(&mut c.stream);
-            lock_limits(&self.config.limits).close(c.ip);
+            lock(&self.config.limits).close(c.ip);
             let mut s = lock(&self.shared);
             s.counters.open -= 1;
             s.to_python.closed.push((c.id, reason));
