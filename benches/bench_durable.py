@@ -14,15 +14,20 @@
 
 The load generator is this file run as a script in its own process (pre-encoded frames,
 non-blocking sockets; helpers from ``bench_wire.py``), pinned apart from the server as
-there. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another checkout (the
-"before" figures: main's server fsyncs every commit on its event loop).
+there. For the paced load it forms the groups and encodes the frames, then hands the
+sockets to ``benches/loadgen`` (Rust, built on demand with cargo) to send and time them:
+a Python loop sending 15,000 requests a second was measuring itself (its own queueing
+added 15-20 ms to a commit answered in 2 ms, and ~5 ms to heartbeats answered in 0.2 ms;
+``benches/results/durable.md``, 2026-12-07). ``--generator=python`` keeps it in Python,
+for comparison. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another
+checkout (the "before" figures: main's server fsyncs every commit on its event loop).
 
 Script: ``python benches/bench_durable.py commits [members] [connections] [seconds]`` or
 ``python benches/bench_durable.py heartbeats [members] [committers] [seconds]`` prints
 the results as JSON lines; ``--native-io`` after either serves with the native shell
-(the heartbeat test runs both shells). Sizes under pytest: full (5,000 members; 1,000
-committers) with ``--benchmark-only`` or ``GROUPCOORD_BENCH_SCALE=full``, else a smoke
-size.
+(the heartbeat test runs both shells, with both generators). Sizes under pytest: full
+(5,000 members; 1,000 committers) with ``--benchmark-only`` or
+``GROUPCOORD_BENCH_SCALE=full``, else a smoke size.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import heapq
 import json
 import os
 import selectors
+import subprocess
 import sys
 import tempfile
 import time
@@ -198,7 +204,8 @@ def commit_load(args: dict[str, Any]) -> dict[str, Any]:
 def paced_load(args: dict[str, Any]) -> dict[str, Any]:
     """Heartbeats every ``interval_ms`` per member; ``committers`` of them also commit every
     ``commit_interval_ms``; each kind one in flight per member (a late one is sent when
-    the previous is answered)."""
+    the previous is answered). ``args["generator"]`` says who sends once the groups are
+    formed: this process ("python") or benches/loadgen ("native", given the sockets)."""
     from kio.schema.heartbeat.v4.request import HeartbeatRequest
     from kio.schema.types import GroupId
     from kio.static.primitive import i32
@@ -218,17 +225,94 @@ def paced_load(args: dict[str, Any]) -> dict[str, Any]:
     committers = set(range(0, len(seats), max(1, len(seats) // max(1, args["committers"]))))
     committers = set(sorted(committers)[: args["committers"]])
     commit_frames = {m: _commit_frame(seats[m][1], partitions[m], 1, 0) for m in committers}
+    member_conn = [i for i, _ in seats]
+    if args.get("generator", "python") == "native":
+        return _native_paced(args, conns, member_conn, hb_frames, commit_frames)
+    return _python_paced(args, conns, member_conn, hb_frames, commit_frames)
+
+
+def _native_paced(
+    args: dict[str, Any],
+    conns: Sequence[Conn],
+    member_conn: Sequence[int],
+    hb_frames: Sequence[bytes],
+    commit_frames: dict[int, bytes],
+) -> dict[str, Any]:
+    """The timed part run by benches/loadgen's binary (``args["native_generator"]``) on
+    this process's sockets: it says ready once it read the spec, as this process then does."""
+    err_at = _commit_error_at()
+    lines = [
+        f"seconds {args['seconds']}",
+        f"heartbeat_every_ms {args['interval_ms']}",
+        f"commit_every_ms {args['commit_interval_ms']}",
+        f"heartbeat_error_at {_HB_ERROR.start}",
+        f"commit_error_at {err_at.start}",
+    ]
+    for m, i in enumerate(member_conn):
+        commit = commit_frames[m].hex() if m in commit_frames else "-"
+        lines.append(f"member {conns[i].sock.fileno()} {hb_frames[m].hex()} {commit}")
+    with tempfile.NamedTemporaryFile("w", prefix="loadgen-", suffix=".spec") as spec:
+        spec.write("\n".join(lines) + "\n")
+        spec.flush()
+        fds = [c.sock.fileno() for c in conns]
+        proc = subprocess.Popen(
+            [args["native_generator"], spec.name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            pass_fds=fds,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        line = proc.stdout.readline()
+        if line != "ready\n":
+            proc.wait()
+            raise RuntimeError(f"the native load generator did not start: {line!r}")
+        print("ready", flush=True)
+        sys.stdin.readline()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out = proc.stdout.readline()
+        if proc.wait() != 0 or not out:
+            raise RuntimeError(f"the native load generator failed (exit {proc.returncode})")
+    got = json.loads(out)
+
+    def seconds(key: str) -> list[float]:
+        return [us / 1e6 for us in got[key]]
+
+    hb_committers, hb_others = seconds("heartbeat_committer_us"), seconds("heartbeat_other_us")
+    return (
+        {k: got[k] for k in ("heartbeats", "commits", "errors", "elapsed_s", "generator_cpu_s")}
+        | {"generator": "native"}
+        | _percentiles(hb_committers + hb_others, "heartbeat")
+        | _percentiles(hb_others, "heartbeat_non_committer")
+        | _percentiles(hb_committers, "heartbeat_committer")
+        | _percentiles(seconds("commit_us"), "commit")
+        | _percentiles(seconds("send_lag_us"), "send_lag")
+    )
+
+
+def _python_paced(
+    args: dict[str, Any],
+    conns: Sequence[Conn],
+    member_conn: Sequence[int],
+    hb_frames: Sequence[bytes],
+    commit_frames: dict[int, bytes],
+) -> dict[str, Any]:
+    """The timed part in this process (a selector loop over every member's socket)."""
+    committers = set(commit_frames)
     print("ready", flush=True)
     sys.stdin.readline()
     cpu_start = time.process_time()
     hb_every = args["interval_ms"] / 1000
     commit_every = args["commit_interval_ms"] / 1000
     start = time.perf_counter()
+    n = len(member_conn)
     # (due, member, is_commit): staggered over the first interval
-    due: list[tuple[float, int, bool]] = [
-        (start + hb_every * m / len(seats), m, False) for m in range(len(seats))
+    due: list[tuple[float, int, bool]] = [(start + hb_every * m / n, m, False) for m in range(n)]
+    due += [
+        (start + commit_every * j / len(committers), m, True)
+        for j, m in enumerate(sorted(committers))
     ]
-    due += [(start + commit_every * j / len(committers), m, True) for j, m in enumerate(committers)]
     heapq.heapify(due)
     in_flight: set[tuple[int, bool]] = set()
     owed: set[tuple[int, bool]] = set()
@@ -240,6 +324,7 @@ def paced_load(args: dict[str, Any]) -> dict[str, Any]:
     hb_lat_committers: list[float] = []
     hb_lat_others: list[float] = []
     commit_lat: list[float] = []
+    send_lag: list[float] = []
     errors = commits = beats = 0
     err_at = _commit_error_at()
     end = start + args["seconds"]
@@ -249,7 +334,7 @@ def paced_load(args: dict[str, Any]) -> dict[str, Any]:
     dirty: set[int] = set()
 
     def send(m: int, is_commit: bool, at: float) -> None:
-        i = seats[m][0]
+        i = member_conn[m]
         dirty.add(i)
         conns[i].wbuf += commit_frames[m] if is_commit else hb_frames[m]
         sent_q[i].append((at, m, is_commit))
@@ -257,12 +342,13 @@ def paced_load(args: dict[str, Any]) -> dict[str, Any]:
 
     while now < end or (now < end + 60 and in_flight):
         while due and due[0][0] <= now and now < end:
-            _, m, is_commit = heapq.heappop(due)
+            at_due, m, is_commit = heapq.heappop(due)
             if (m, is_commit) in in_flight:
                 owed.add((m, is_commit))
             else:
+                send_lag.append(now - at_due)
                 send(m, is_commit, now)
-            heapq.heappush(due, (now + (commit_every if is_commit else hb_every), m, is_commit))
+            heapq.heappush(due, (at_due + (commit_every if is_commit else hb_every), m, is_commit))
         for i in list(dirty):
             conn = conns[i]
             try:
@@ -304,11 +390,13 @@ def paced_load(args: dict[str, Any]) -> dict[str, Any]:
             "errors": errors,
             "elapsed_s": args["seconds"],
             "generator_cpu_s": time.process_time() - cpu_start,
+            "generator": "python",
         }
         | _percentiles(hb_lat_committers + hb_lat_others, "heartbeat")
         | _percentiles(hb_lat_others, "heartbeat_non_committer")
         | _percentiles(hb_lat_committers, "heartbeat_committer")
         | _percentiles(commit_lat, "commit")
+        | _percentiles(send_lag, "send_lag")
     )
 
 
@@ -336,10 +424,26 @@ def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+#: the native paced load generator's crate (a bench tool, built on demand by cargo)
+LOADGEN = Path(__file__).resolve().parent / "loadgen"
+
+
+def native_generator() -> str:
+    """benches/loadgen built (incrementally) into the project's target/ directory; the
+    path of its binary."""
+    target = LOADGEN.parent.parent / "target" / "loadgen"
+    manifest = str(LOADGEN / "Cargo.toml")
+    cmd = ["cargo", "build", "--release", "--quiet", "--manifest-path", manifest]
+    subprocess.run([*cmd, "--target-dir", str(target)], check=True)
+    return str(target / "release" / "groupcoord-loadgen")
+
+
 def run(mode: str, args: dict[str, Any], flags: Sequence[str] = ()) -> dict[str, Any]:
     """Start a durable server in a fresh directory (with ``flags``, e.g. ``--native-io``),
     run one load, return the figures. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the
     server from another checkout."""
+    if args.get("generator") == "native":
+        args = args | {"native_generator": native_generator()}
     env = dict(os.environ)
     other = os.environ.get("GROUPCOORD_BENCH_SERVER_PYTHONPATH")
     if other:
@@ -364,10 +468,13 @@ def commits_args(members: int, connections: int, seconds: float) -> dict[str, An
     return {"members": members, "connections": connections, "seconds": seconds}
 
 
-def paced_args(members: int, committers: int, seconds: float) -> dict[str, Any]:
+def paced_args(
+    members: int, committers: int, seconds: float, generator: str = "native"
+) -> dict[str, Any]:
     # one connection per member: replies go out in request order per connection (Kafka's
     # rule), so a member's heartbeat waits behind its own commit, never another member's
     return {
+        "generator": generator,
         "members": members,
         "connections": members,
         "committers": committers,
@@ -393,14 +500,17 @@ def test_bench_durable_commits(benchmark: Any, request: Any) -> None:
     )
 
 
+@pytest.mark.parametrize("generator", ["native", "python"])
 @pytest.mark.parametrize("shell", ["asyncio", "native-io"])
-def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any, shell: str) -> None:
+def test_bench_durable_heartbeat_p99(
+    benchmark: Any, request: Any, shell: str, generator: str
+) -> None:
     full = _full(request.config)
     members, committers, seconds = (5000, 1000, 10.0) if full else (200, 40, 1.0)
     flags = ("--native-io",) if shell == "native-io" else ()
-    quiet = run("paced", paced_args(members, 0, seconds), flags)
+    quiet = run("paced", paced_args(members, 0, seconds, generator), flags)
     busy = benchmark.pedantic(
-        lambda: run("paced", paced_args(members, committers, seconds), flags),
+        lambda: run("paced", paced_args(members, committers, seconds, generator), flags),
         rounds=1,
         iterations=1,
     )
@@ -409,7 +519,8 @@ def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any, shell: str) -
     ratio = busy["heartbeat_p99_ms"] / quiet["heartbeat_p99_ms"]
     benchmark.extra_info.update({"quiet": quiet, "busy": busy, "p99_ratio": ratio})
     print(
-        f"\n{shell}: heartbeat p99, {members} members: {quiet['heartbeat_p99_ms']:.2f} ms alone, "
+        f"\n{shell}, {generator} generator: heartbeat p99, {members} members: "
+        f"{quiet['heartbeat_p99_ms']:.2f} ms alone, "
         f"{busy['heartbeat_p99_ms']:.2f} ms with {committers} committing every 100 ms "
         f"({busy['commits'] / seconds:,.0f} commits/s, p99 {busy['commit_p99_ms']:.1f} ms): "
         f"{ratio:.2f}x; load {quiet['load_before']} / {busy['load_before']}"
@@ -417,7 +528,11 @@ def test_bench_durable_heartbeat_p99(benchmark: Any, request: Any, shell: str) -
 
 
 def _main(argv: Sequence[str]) -> None:
-    flags = [a for a in argv if a.startswith("--")]
+    generators = [a.removeprefix("--generator=") for a in argv if a.startswith("--generator=")]
+    generator = generators[-1] if generators else "native"
+    if generator not in ("native", "python"):
+        raise SystemExit(f"--generator={generator}: expected native or python")
+    flags = [a for a in argv if a.startswith("--") and not a.startswith("--generator=")]
     argv = [a for a in argv if not a.startswith("--")]
     mode = argv[0]
     if mode in ("commits", "paced") and len(argv) == 2 and argv[1].startswith("{"):
@@ -434,7 +549,8 @@ def _main(argv: Sequence[str]) -> None:
         nums = [float(a) for a in argv[1:]]
         members, committers, seconds = (nums + [5000, 1000, 10][len(nums) :])[:3]
         for k in (0, int(committers)):
-            print(json.dumps(run("paced", paced_args(int(members), k, seconds), flags)), flush=True)
+            args = paced_args(int(members), k, seconds, generator)
+            print(json.dumps(run("paced", args, flags)), flush=True)
     else:
         raise SystemExit(f"usage: {__doc__}")
 
