@@ -7,7 +7,10 @@ it, once its write is reported; every other commit gets the coordinator's own an
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from group_calls import call, join, synced_member
@@ -35,6 +38,8 @@ from groupcoord.coordinator import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
+    OffsetStore,
+    StoreRecord,
 )
 from groupcoord.errors import CoordinatorNotAvailableError
 from groupcoord.protocol.group_messages import to_kio_request
@@ -240,6 +245,62 @@ def test_commits_alone_keep_a_member_alive_and_silence_expires_it() -> None:
         ),
         **native(),
     )
+
+
+class HeldWrites:
+    """The server's store, with its next write held until ``release`` is set."""
+
+    def __init__(self, store: OffsetStore) -> None:
+        self.store = store
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, records: Sequence[StoreRecord]) -> None:
+        if not self.release.is_set():
+            self.holding.set()
+            self.release.wait(10)
+        self.store.write(records)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def test_commits_taken_during_a_write_wait_with_the_shell_and_go_as_one_batch(
+    tmp_path: Path,
+) -> None:
+    """While the writer is busy the loop leaves the commits the shell takes with it, and
+    takes them all when the transaction ends: one batch for commits that came one by one,
+    none answered before it is written, the answers in request order."""
+
+    async def scenario(server: Server) -> None:
+        client = await WireClient.connect("127.0.0.1", server.port)
+        member = await synced_member(client)
+        beat = HeartbeatRequest(
+            version=4, group_id="g", generation_id=member.generation_id, member_id=member.member_id
+        )
+        await call(client, beat)  # admitted: its commits are taken by the shell
+        writer = server.gateway.writer
+        held = HeldWrites(writer.store)
+        writer.store = held  # type: ignore[assignment]
+        transactions, batches, before = writer.transactions, writer.batches, taken(server)
+        sent = [await client.send(to_kio_request(commit(member, (("t", 0, 1, -1, None),))))]
+        assert await asyncio.to_thread(held.holding.wait, 5)
+        for offset in range(2, 7):  # each read, taken and reported to the loop on its own
+            request = commit(member, (("t", 0, offset, -1, None),))
+            sent.append(await client.send(to_kio_request(request)))
+            await asyncio.sleep(0.05)
+        assert taken(server) == before + 6 and writer.busy
+        held.release.set()
+        answers = [await client.receive() for _ in sent]
+        assert [a.correlation_id for a in answers] == sent
+        assert all(
+            p.error_code == 0 for a in answers for t in a.response.topics for p in t.partitions
+        )
+        assert (writer.transactions - transactions, writer.batches - batches) == (2, 2)
+        assert await fetched(client) == [(6, -1, ""), (-1, -1, ""), (-1, -1, "")]
+        await client.close()
+
+    run_scenario(scenario, data_dir=tmp_path, **native())
 
 
 @pytest.mark.parametrize("native_io", [False, True], ids=["asyncio", "native"])

@@ -90,6 +90,65 @@ def test_a_failed_group_is_retried_batch_by_batch() -> None:
     assert set(store.load().offsets) == {"a", "b"}
 
 
+def test_on_free_hands_the_next_transaction_what_waited_for_the_writer() -> None:
+    """``on_free`` runs when a transaction ends, while the writer still counts as busy:
+    what it submits goes into the next transaction together, before any report."""
+
+    async def main() -> tuple[GatedStore, list[tuple[int, bool]], list[bool]]:
+        store = GatedStore()
+        reports: list[tuple[int, bool]] = []
+        busy_in_hook: list[bool] = []
+        waiting = [batch(2, "a"), batch(3, "b")]
+
+        def on_free() -> None:
+            busy_in_hook.append(writer.busy)
+            if waiting:
+                assert not reports  # the next transaction is formed before the reports
+            while waiting:
+                writer.submit(waiting.pop(0))
+
+        writer = StoreWriter(
+            store, lambda b, ok: reports.append((b, ok)), threaded=True, on_free=on_free
+        )
+        assert not writer.busy
+        writer.submit(batch(1, "a"))
+        assert writer.busy
+        store.gate.set()
+        while writer.transactions < 2 or writer.queued:
+            await writer.flush()
+        assert not writer.busy
+        writer.close()
+        return store, reports, busy_in_hook
+
+    store, reports, busy_in_hook = asyncio.run(main())
+    assert store.transactions == [1, 2]  # the two that waited went in together
+    assert reports == [(1, True), (2, True), (3, True)]
+    assert busy_in_hook == [True, True]  # once per transaction
+
+
+def test_a_failing_on_free_does_not_stop_the_writer() -> None:
+    async def main() -> list[tuple[int, bool]]:
+        store = GatedStore()
+        reports: list[tuple[int, bool]] = []
+
+        def on_free() -> None:
+            raise RuntimeError("a bug in the hook")
+
+        writer = StoreWriter(
+            store, lambda b, ok: reports.append((b, ok)), threaded=True, on_free=on_free
+        )
+        writer.submit(batch(1, "a"))
+        writer.submit(batch(2, "a"))
+        store.gate.set()
+        await writer.flush()
+        writer.submit(batch(3, "a"))
+        await writer.flush()
+        writer.close()
+        return reports
+
+    assert asyncio.run(main()) == [(1, True), (2, True), (3, True)]
+
+
 def test_unthreaded_writes_at_once_and_returns_the_result() -> None:
     store = MemoryOffsetStore()
     writer = StoreWriter(store, lambda b, ok: None, threaded=False)

@@ -107,6 +107,7 @@ class GroupGateway:
             MemoryOffsetStore() if store is None else store,
             self._on_persisted,
             threaded=threaded,
+            on_free=self.store_shell_commits,
         )
         self._listeners = Listeners()
         self._now_ms = now_ms
@@ -205,6 +206,15 @@ class GroupGateway:
             return
         for out in self._native.store_commits(self.coordinator):
             self._apply(out)
+
+    def shell_commits_taken(self) -> None:
+        """A native shell woke the loop for commits it took: stored now if the writer is
+        free, else when its transaction ends (the writer's ``on_free``): they could not be
+        written sooner, and taken then, every commit of that wait is one batch instead of
+        one per wake-up. (Any coordinator request still stores them first: see
+        :meth:`store_shell_commits`.)"""
+        if not self.writer.busy:
+            self.store_shell_commits()
 
     def new_correlation(self) -> int:
         """A correlation token for a request about to be submitted (saves :meth:`submit`

@@ -151,8 +151,9 @@ class NativeListener:
 
     def _on_ready(self) -> None:
         opened, frames, closed = self.shell.take()
-        # the commits the shell took come before any frame it reads after them
-        self._dispatcher.groups.store_shell_commits()
+        # the commits the shell took: stored now or when the writer is free; any frame
+        # read after them that reaches the coordinator stores them first
+        self._dispatcher.groups.shell_commits_taken()
         clients = self._clients
         for conn, address, port in opened:
             clients[conn] = (f"/{address}", f"{address}:{port}")

@@ -13,6 +13,11 @@ A transaction that fails fails every batch in it only if each fails on its own: 
 writer retries them one by one, so one bad record (or one unlucky moment) does not refuse
 everybody's commits. With ``threaded=False`` (the in-memory store of ``--memory``)
 :meth:`StoreWriter.submit` writes at once and returns the result instead.
+
+``on_free`` is called on the loop when a transaction ends, before the next one starts:
+what it submits goes into that next transaction. The gateway hands it the commits native
+shells took meanwhile, which it leaves with them while the writer is busy (they could not
+be written sooner; taken then, they are one batch, not one per wake-up of the loop).
 """
 
 from __future__ import annotations
@@ -43,9 +48,11 @@ class StoreWriter:
         on_persisted: Callable[[int, bool], None],
         *,
         threaded: bool,
+        on_free: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self._on_persisted = on_persisted
+        self._on_free = on_free
         self._executor = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-store")
             if threaded
@@ -63,6 +70,11 @@ class StoreWriter:
         #: transactions written and batches in them, for benchmarks and logs
         self.transactions = 0
         self.batches = 0
+
+    @property
+    def busy(self) -> bool:
+        """A transaction is being written (what is submitted now goes into the next)."""
+        return self._busy
 
     @property
     def queued(self) -> int:
@@ -154,6 +166,11 @@ class StoreWriter:
         # the next transaction starts before the reports: answering thousands of commits
         # takes the loop a while, and the disk need not wait for it (the next write begins
         # after this one committed, so the order on disk is the order handed out)
+        if self._on_free is not None:
+            try:
+                self._on_free()  # still busy: what it submits queues for the next one
+            except Exception:  # a bug there must not stop every later write
+                log.exception("handing the store writer its next batches failed")
         self._busy = False
         if self._queue and self._executor is not None:
             self._start()

@@ -179,7 +179,7 @@ impl NetShellPy {
     /// topics)`, each topic `(name, partitions)`, each partition `(index, offset,
     /// leader_epoch, metadata or None)` (`GroupCoordinator.store_shell_commits`' input).
     fn take_commits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let taken = self.shell.with_shared(|s| std::mem::take(&mut s.taken));
+        let taken = self.shell.take_commits();
         let slots = PyList::empty(py);
         let commits = PyList::empty(py);
         for c in taken {

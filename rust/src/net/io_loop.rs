@@ -134,6 +134,10 @@ pub struct Shared {
     pub commit_latencies: Latencies,
     to_python: ToPython,
     python_woken: bool,
+    /// Python was woken (or a wake-up is pending) since the commits in `taken` came: it
+    /// takes them when its writer is free, so more commits do not wake it again until it
+    /// has taken these
+    commits_signalled: bool,
     from_python: FromPython,
     pub counters: Counters,
 }
@@ -237,6 +241,14 @@ impl Shell {
         let mut s = lock(&self.shared);
         s.python_woken = false;
         std::mem::take(&mut s.to_python)
+    }
+
+    /// The commits taken here since the last call, in the order taken (and re-arm the
+    /// wake-up for the next ones).
+    pub fn take_commits(&self) -> Vec<TakenCommit> {
+        let mut s = lock(&self.shared);
+        s.commits_signalled = false;
+        std::mem::take(&mut s.taken)
     }
 
     /// Replies ready: `(connection, sequence number, frame or None for no reply)`, and
@@ -428,8 +440,13 @@ impl IoThread {
 
     fn wake_python(&mut self) {
         let mut s = lock(&self.shared);
-        let waiting = !s.to_python.is_empty() || !s.taken.is_empty();
-        if waiting && !s.python_woken {
+        let new_commits = !s.taken.is_empty() && !s.commits_signalled;
+        if s.to_python.is_empty() && !new_commits {
+            return;
+        }
+        // a wake-up sent now or still pending shows Python every commit taken so far
+        s.commits_signalled |= !s.taken.is_empty();
+        if !s.python_woken {
             s.python_woken = true;
             drop(s);
             // WouldBlock: the socket already holds unread wake-ups, which is as good
