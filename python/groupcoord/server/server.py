@@ -70,6 +70,7 @@ from groupcoord.server.heap import keep_freed_heap
 from groupcoord.server.listeners import Endpoint, parse_listener, tls_context, tls_principal
 from groupcoord.server.native_listener import NativeListener, bind_listener
 from groupcoord.server.stats import ServerStats
+from groupcoord.server.thread_policy import favour_io_threads
 from groupcoord.storage.acl_store import AclStore, MemoryAclStore, SqliteAclStore
 from groupcoord.storage.credential_store import SqliteCredentialStore
 from groupcoord.storage.log_store import LogStore, MemoryLogStore, SqliteLogStore
@@ -744,6 +745,8 @@ def run(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None
         gc.collect()
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
+        if config.native_io:
+            favour_io_threads()  # the I/O threads carry the latency (thread_policy.py)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
