@@ -303,6 +303,40 @@ def test_commits_taken_during_a_write_wait_with_the_shell_and_go_as_one_batch(
     run_scenario(scenario, data_dir=tmp_path, **native())
 
 
+def test_a_graceful_shutdown_answers_the_commits_waiting_for_the_writer(tmp_path: Path) -> None:
+    """Commits the shell holds while a write is under way are stored and answered before
+    the connections close."""
+
+    async def scenario(server: Server) -> None:
+        client = await WireClient.connect("127.0.0.1", server.port)
+        member = await synced_member(client)
+        beat = HeartbeatRequest(
+            version=4, group_id="g", generation_id=member.generation_id, member_id=member.member_id
+        )
+        await call(client, beat)
+        writer = server.gateway.writer
+        held = HeldWrites(writer.store)
+        writer.store = held  # type: ignore[assignment]
+        sent = [await client.send(to_kio_request(commit(member, (("t", 0, 1, -1, None),))))]
+        assert await asyncio.to_thread(held.holding.wait, 5)
+        for offset in range(2, 5):
+            request = commit(member, (("t", 0, offset, -1, None),))
+            sent.append(await client.send(to_kio_request(request)))
+        await asyncio.sleep(0.1)  # taken by the shell, left with it: the writer is busy
+        closing = asyncio.ensure_future(server.close())
+        await asyncio.sleep(0.05)
+        held.release.set()
+        answers = [await client.receive() for _ in sent]
+        assert [a.correlation_id for a in answers] == sent
+        assert all(
+            p.error_code == 0 for a in answers for t in a.response.topics for p in t.partitions
+        )
+        await closing
+        await client.close()
+
+    run_scenario(scenario, data_dir=tmp_path, **native())
+
+
 @pytest.mark.parametrize("native_io", [False, True], ids=["asyncio", "native"])
 def test_a_failed_write_answers_every_partition_coordinator_not_available(
     native_io: bool,

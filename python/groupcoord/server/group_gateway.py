@@ -330,7 +330,9 @@ class GroupGateway:
 
     async def flush(self) -> None:
         """Return once every record batch handed out so far is persisted and reported (the
-        responses that waited for them are resolved)."""
+        responses that waited for them are resolved), the commits native shells hold
+        included (they may be waiting for the writer to be free)."""
+        self.store_shell_commits()
         await self.writer.flush()
 
     def close(self) -> None:

@@ -10,9 +10,9 @@ them. :func:`favour_io_threads` moves every thread of the process but the I/O th
 but their wake-ups no longer preempt a running thread. Threads started later by the
 event loop's thread (the writer is started on first use) inherit the policy.
 
-Measured in ``benches/results/durable.md`` (2026-12-07 04:40 UTC): with 1,000 of 5,000
-members committing every 100 ms, on one core, the heartbeat p99 fell 2-4x and commit
-latency did not rise.
+Measured in ``benches/results/durable.md`` (2026-12-07 04:45 UTC): with 1,000 of 5,000
+members committing every 100 ms, on one core, the heartbeat p99 was lower in each of seven
+alternated pairs (1.1-3.6x, 2.6x at the median), and commits were no slower.
 
 Linux only (elsewhere, and where a thread's policy is not the default one, e.g. set by
 ``chrt``, nothing is changed). Only ``groupcoord serve`` calls it: a server embedded in
