@@ -44,6 +44,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -227,21 +228,27 @@ def paced_load(args: dict[str, Any]) -> dict[str, Any]:
     committers = set(range(0, len(seats), max(1, len(seats) // max(1, args["committers"]))))
     committers = set(sorted(committers)[: args["committers"]])
     commit_frames = {m: _commit_frame(seats[m][1], partitions[m], 1, 0) for m in committers}
-    member_conn = [i for i, _ in seats]
+    load = PacedLoad(conns, [i for i, _ in seats], hb_frames, commit_frames)
     if args.get("generator", "python") == "native":
-        return _native_paced(args, conns, member_conn, hb_frames, commit_frames)
-    return _python_paced(args, conns, member_conn, hb_frames, commit_frames)
+        return _native_paced(args, load)
+    return _python_paced(args, load)
 
 
-def _native_paced(
-    args: dict[str, Any],
-    conns: Sequence[Conn],
-    member_conn: Sequence[int],
-    hb_frames: Sequence[bytes],
-    commit_frames: dict[int, bytes],
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class PacedLoad:
+    """What either generator sends: the connections, each member's connection (index),
+    Heartbeat frame, and OffsetCommit frame if it commits."""
+
+    conns: Sequence[Conn]
+    member_conn: Sequence[int]
+    hb_frames: Sequence[bytes]
+    commit_frames: dict[int, bytes]
+
+
+def _native_paced(args: dict[str, Any], load: PacedLoad) -> dict[str, Any]:
     """The timed part run by benches/loadgen's binary (``args["native_generator"]``) on
     this process's sockets: it says ready once it read the spec, as this process then does."""
+    conns, commit_frames = load.conns, load.commit_frames
     err_at = _commit_error_at()
     lines = [
         f"seconds {args['seconds']}",
@@ -250,9 +257,9 @@ def _native_paced(
         f"heartbeat_error_at {_HB_ERROR.start}",
         f"commit_error_at {err_at.start}",
     ]
-    for m, i in enumerate(member_conn):
+    for m, i in enumerate(load.member_conn):
         commit = commit_frames[m].hex() if m in commit_frames else "-"
-        lines.append(f"member {conns[i].sock.fileno()} {hb_frames[m].hex()} {commit}")
+        lines.append(f"member {conns[i].sock.fileno()} {load.hb_frames[m].hex()} {commit}")
     with tempfile.NamedTemporaryFile("w", prefix="loadgen-", suffix=".spec") as spec:
         spec.write("\n".join(lines) + "\n")
         spec.flush()
@@ -293,14 +300,10 @@ def _native_paced(
     )
 
 
-def _python_paced(
-    args: dict[str, Any],
-    conns: Sequence[Conn],
-    member_conn: Sequence[int],
-    hb_frames: Sequence[bytes],
-    commit_frames: dict[int, bytes],
-) -> dict[str, Any]:
+def _python_paced(args: dict[str, Any], load: PacedLoad) -> dict[str, Any]:
     """The timed part in this process (a selector loop over every member's socket)."""
+    conns, member_conn = load.conns, load.member_conn
+    hb_frames, commit_frames = load.hb_frames, load.commit_frames
     committers = set(commit_frames)
     print("ready", flush=True)
     sys.stdin.readline()

@@ -265,6 +265,23 @@ class HeldWrites:
         self.store.close()
 
 
+async def admitted_member_with_held_writes(
+    server: Server,
+) -> tuple[WireClient, JoinGroupResponse, HeldWrites]:
+    """A client whose lone member is admitted (its commits are taken by the shell), and
+    the server's store with its next write held."""
+    client = await WireClient.connect("127.0.0.1", server.port)
+    member = await synced_member(client)
+    beat = HeartbeatRequest(
+        version=4, group_id="g", generation_id=member.generation_id, member_id=member.member_id
+    )
+    await call(client, beat)
+    writer = server.gateway.writer
+    held = HeldWrites(writer.store)
+    writer.store = held  # type: ignore[assignment]
+    return client, member, held
+
+
 def test_commits_taken_during_a_write_wait_with_the_shell_and_go_as_one_batch(
     tmp_path: Path,
 ) -> None:
@@ -273,15 +290,8 @@ def test_commits_taken_during_a_write_wait_with_the_shell_and_go_as_one_batch(
     none answered before it is written, the answers in request order."""
 
     async def scenario(server: Server) -> None:
-        client = await WireClient.connect("127.0.0.1", server.port)
-        member = await synced_member(client)
-        beat = HeartbeatRequest(
-            version=4, group_id="g", generation_id=member.generation_id, member_id=member.member_id
-        )
-        await call(client, beat)  # admitted: its commits are taken by the shell
+        client, member, held = await admitted_member_with_held_writes(server)
         writer = server.gateway.writer
-        held = HeldWrites(writer.store)
-        writer.store = held  # type: ignore[assignment]
         transactions, batches, before = writer.transactions, writer.batches, taken(server)
         sent = [await client.send(to_kio_request(commit(member, (("t", 0, 1, -1, None),))))]
         assert await asyncio.to_thread(held.holding.wait, 5)
@@ -308,15 +318,7 @@ def test_a_graceful_shutdown_answers_the_commits_waiting_for_the_writer(tmp_path
     the connections close."""
 
     async def scenario(server: Server) -> None:
-        client = await WireClient.connect("127.0.0.1", server.port)
-        member = await synced_member(client)
-        beat = HeartbeatRequest(
-            version=4, group_id="g", generation_id=member.generation_id, member_id=member.member_id
-        )
-        await call(client, beat)
-        writer = server.gateway.writer
-        held = HeldWrites(writer.store)
-        writer.store = held  # type: ignore[assignment]
+        client, member, held = await admitted_member_with_held_writes(server)
         sent = [await client.send(to_kio_request(commit(member, (("t", 0, 1, -1, None),))))]
         assert await asyncio.to_thread(held.holding.wait, 5)
         for offset in range(2, 5):
