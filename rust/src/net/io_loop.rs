@@ -128,8 +128,9 @@ pub struct Counters {
 pub struct Shared {
     pub fast: FastHeartbeats,
     pub commit_rules: CommitRules,
-    /// commits taken since Python last took them (in the order taken)
-    pub taken: Vec<TakenCommit>,
+    /// commits taken since Python last took them (in the order taken); only
+    /// [`Shell::take_commits`] empties it, so `commits_signalled` stays true to it
+    taken: Vec<TakenCommit>,
     /// taken commits' latencies, counted as their answers are released
     pub commit_latencies: Latencies,
     to_python: ToPython,
