@@ -579,6 +579,10 @@ class NetShell:
     @property
     def notify_fd(self) -> int:
         """Readable when ``take()`` has something."""
+    @property
+    def failure(self) -> str | None:
+        """Why the I/O thread stopped serving on its own (its poll failed: every
+        connection was closed), or None while it serves."""
     def take(
         self,
     ) -> tuple[list[tuple[int, str, int]], list[tuple[int, int, bytes]], list[tuple[int, str]]]:

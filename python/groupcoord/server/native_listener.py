@@ -130,6 +130,8 @@ class NativeListener:
         self._ready: list[tuple[int, int, bytes | None]] = []
         #: requests parked since the last hand-over (their replies come later)
         self._parked_now: list[tuple[int, int]] = []
+        #: why the shell's thread stopped serving on its own, once it has (logged once)
+        self._failure: str | None = None
 
     @property
     def connections(self) -> int:
@@ -161,6 +163,10 @@ class NativeListener:
         self._dispatch_backlog()
         for conn, reason in closed:
             self._forget(conn, reason)
+        if self._failure is None and (failure := self.shell.failure) is not None:
+            # its connections were closed above; new ones are refused from now on
+            self._failure = failure
+            log.error("the listener on %s stopped serving: %s", self.address, failure)
 
     def _dispatch_backlog(self) -> None:
         backlog = self._backlog

@@ -91,6 +91,13 @@ impl NetShellPy {
         self.shell.notify_fd()
     }
 
+    /// Why the I/O thread stopped serving on its own (its poll failed: every connection
+    /// was closed), or `None` while it serves.
+    #[getter]
+    fn failure(&self) -> Option<String> {
+        self.shell.with_shared(|s| s.failure.clone())
+    }
+
     /// `(opened, frames, closed)`: new connections `(conn, peer_ip, peer_port)`, frames to dispatch
     /// `(conn, seq, body)`, connections gone `(conn, reason)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

@@ -141,6 +141,8 @@ pub struct Shared {
     commits_signalled: bool,
     from_python: FromPython,
     pub counters: Counters,
+    /// why the thread stopped serving on its own (its poll failed); `None` while it serves
+    pub failure: Option<String>,
 }
 
 /// The running shell: Python's handle on the I/O thread.
@@ -192,32 +194,8 @@ impl Shell {
         now_ms: i64,
         config: ShellConfig,
     ) -> io::Result<Shell> {
-        listener.set_nonblocking(true)?;
-        let poll = Poll::new()?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (notify, notify_tx) = UnixStream::pair()?;
-        notify.set_nonblocking(true)?;
-        notify_tx.set_nonblocking(true)?;
-        let shared = Arc::new(Mutex::new(Shared {
-            commit_rules: CommitRules::new(config.offset_metadata_max_bytes),
-            commit_latencies: Latencies::new(config.latency_bounds_s.clone()),
-            ..Shared::default()
-        }));
-        let clock = Clock::new(now_ms);
-        let mut io = IoThread {
-            poll,
-            listener: TcpListener::from_std(listener),
-            conns: HashMap::new(),
-            next_token: FIRST_CONN,
-            shared: Arc::clone(&shared),
-            notify_tx,
-            config,
-            clock,
-            chunk: vec![0; READ_CHUNK],
-        };
-        io.poll
-            .registry()
-            .register(&mut io.listener, LISTENER, Interest::READABLE)?;
+        let (io, waker, notify) = IoThread::new(listener, now_ms, config)?;
+        let shared = Arc::clone(&io.shared);
         let thread = std::thread::Builder::new()
             .name("groupcoord-net".into())
             .spawn(move || io.run())?;
@@ -359,6 +337,41 @@ struct IoThread {
 }
 
 impl IoThread {
+    /// The thread's state around `listener`, its waker (for Python's replies) and Python's
+    /// end of the wake-up socketpair; nothing runs until [`IoThread::run`].
+    fn new(
+        listener: std::net::TcpListener,
+        now_ms: i64,
+        config: ShellConfig,
+    ) -> io::Result<(IoThread, Arc<Waker>, UnixStream)> {
+        listener.set_nonblocking(true)?;
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (notify, notify_tx) = UnixStream::pair()?;
+        notify.set_nonblocking(true)?;
+        notify_tx.set_nonblocking(true)?;
+        let shared = Arc::new(Mutex::new(Shared {
+            commit_rules: CommitRules::new(config.offset_metadata_max_bytes),
+            commit_latencies: Latencies::new(config.latency_bounds_s.clone()),
+            ..Shared::default()
+        }));
+        let mut io = IoThread {
+            poll,
+            listener: TcpListener::from_std(listener),
+            conns: HashMap::new(),
+            next_token: FIRST_CONN,
+            shared,
+            notify_tx,
+            config,
+            clock: Clock::new(now_ms),
+            chunk: vec![0; READ_CHUNK],
+        };
+        io.poll
+            .registry()
+            .register(&mut io.listener, LISTENER, Interest::READABLE)?;
+        Ok((io, waker, notify))
+    }
+
     fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut last_scan = Instant::now();
@@ -367,7 +380,8 @@ impl IoThread {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
                 }
-                break;
+                self.fail(format!("polling its sockets failed: {e}"));
+                return;
             }
             let mut flush: Vec<usize> = Vec::new();
             for ev in events.iter() {
@@ -442,7 +456,7 @@ impl IoThread {
     fn wake_python(&mut self) {
         let mut s = lock(&self.shared);
         let new_commits = !s.taken.is_empty() && !s.commits_signalled;
-        if s.to_python.is_empty() && !new_commits {
+        if s.to_python.is_empty() && !new_commits && s.failure.is_none() {
             return;
         }
         // a wake-up sent now or still pending shows Python every commit taken so far
@@ -735,6 +749,22 @@ impl IoThread {
         }
     }
 
+    /// The thread cannot go on: every connection is closed (the connection limits stop
+    /// counting them, Python forgets them), the listener too once the thread ends, and
+    /// Python is woken to report `why` (a listener that silently stopped answering would
+    /// leave clients waiting out their request timeouts and its connections counted
+    /// against `max.connections` forever).
+    fn fail(&mut self, why: String) {
+        let reason = format!("the I/O thread stopped: {why}");
+        let _ = self.poll.registry().deregister(&mut self.listener);
+        let tokens: Vec<usize> = self.conns.keys().copied().collect();
+        for t in tokens {
+            self.drop_conn(t, reason.clone());
+        }
+        lock(&self.shared).failure = Some(reason);
+        self.wake_python();
+    }
+
     fn shut_down(&mut self) {
         let _ = self.poll.registry().deregister(&mut self.listener);
         let tokens: Vec<usize> = self.conns.keys().copied().collect();
@@ -742,5 +772,73 @@ impl IoThread {
             self.send(t);
             self.drop_conn(t, "the server is shutting down".into());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener as StdListener, TcpStream as StdStream};
+
+    fn config(limits: &Arc<Mutex<ConnectionLimits>>) -> ShellConfig {
+        ShellConfig {
+            max_frame_bytes: 1 << 20,
+            heartbeat_versions: None,
+            commit_versions: None,
+            offset_metadata_max_bytes: 4096,
+            latency_bounds_s: vec![0.001, 1.0],
+            max_queued_replies: 16,
+            max_buffered_bytes: 1 << 20,
+            write_timeout_ms: 60_000,
+            idle_ms: None,
+            limits: Arc::clone(limits),
+        }
+    }
+
+    #[test]
+    fn a_failed_poll_closes_every_connection_and_tells_python_why() {
+        let listener = StdListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let limits = Arc::new(Mutex::new(ConnectionLimits::new(Some(10), None)));
+        let (mut io, _waker, notify) = IoThread::new(listener, 0, config(&limits)).unwrap();
+        let mut clients = [
+            StdStream::connect(address).unwrap(),
+            StdStream::connect(address).unwrap(),
+        ];
+        // connect() returned: both wait in the accept queue
+        io.accept();
+        assert_eq!(lock(&limits).open_connections(), 2);
+        assert!(!take_wake_up(&notify));
+
+        io.fail("polling its sockets failed: test".into());
+
+        assert_eq!(
+            lock(&limits).open_connections(),
+            0,
+            "the quota is given back"
+        );
+        {
+            let s = lock(&io.shared);
+            let why = "the I/O thread stopped: polling its sockets failed: test";
+            assert_eq!(s.failure.as_deref(), Some(why));
+            assert_eq!(s.counters.open, 0);
+            assert_eq!(s.to_python.closed.len(), 2);
+            assert!(s.to_python.closed.iter().all(|(_, reason)| reason == why));
+        }
+        assert!(take_wake_up(&notify), "Python is woken to report it");
+        for client in &mut clients {
+            let mut byte = [0u8; 1];
+            assert_eq!(
+                client.read(&mut byte).unwrap(),
+                0,
+                "the client sees the close"
+            );
+        }
+    }
+
+    /// Whether a wake-up byte was waiting (and consume it).
+    fn take_wake_up(notify: &UnixStream) -> bool {
+        let mut sink = [0u8; 16];
+        matches!((&*notify).read(&mut sink), Ok(n) if n > 0)
     }
 }
