@@ -158,7 +158,14 @@ class NativeListener:
         self._dispatcher.groups.shell_commits_taken()
         clients = self._clients
         for conn, address, port in opened:
-            clients[conn] = (f"/{address}", f"{address}:{port}")
+            peer = f"{address}:{port}"
+            clients[conn] = (f"/{address}", peer)
+            # as the asyncio listeners log theirs
+            log.debug(
+                "connection from %s (PLAINTEXT)",
+                peer,
+                extra={"client": peer, "listener": "PLAINTEXT"},
+            )
         self._backlog.extend(frames)
         self._dispatch_backlog()
         for conn, reason in closed:
