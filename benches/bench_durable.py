@@ -24,9 +24,10 @@ checkout (the "before" figures: main's server fsyncs every commit on its event l
 
 Script: ``python benches/bench_durable.py commits [members] [connections] [seconds]`` or
 ``python benches/bench_durable.py heartbeats [members] [committers] [seconds]`` prints
-the results as JSON lines; ``--native-io`` after either serves with the native shell
-(the heartbeat test runs both shells, with both generators); ``--rounds=N`` alternates N
-runs without and with commits and ends with their medians (:func:`rounds_summary`).
+the results as JSON lines; ``--no-native-io`` after either serves with the asyncio shell
+instead of the native one (the heartbeat test runs both shells, with both generators);
+``--rounds=N`` alternates N runs without and with commits and ends with their medians
+(:func:`rounds_summary`).
 Sizes under pytest: full (5,000 members; 1,000 committers) with ``--benchmark-only`` or
 ``GROUPCOORD_BENCH_SCALE=full``, else a smoke size.
 """
@@ -444,7 +445,7 @@ def native_generator() -> str:
 
 
 def run(mode: str, args: dict[str, Any], flags: Sequence[str] = ()) -> dict[str, Any]:
-    """Start a durable server in a fresh directory (with ``flags``, e.g. ``--native-io``),
+    """Start a durable server in a fresh directory (with ``flags``, e.g. ``--no-native-io``),
     run one load, return the figures. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the
     server from another checkout."""
     if args.get("generator") == "native":
@@ -512,7 +513,7 @@ def test_bench_durable_heartbeat_p99(
 ) -> None:
     full = _full(request.config)
     members, committers, seconds = (5000, 1000, 10.0) if full else (200, 40, 1.0)
-    flags = ("--native-io",) if shell == "native-io" else ()
+    flags = ("--native-io",) if shell == "native-io" else ("--no-native-io",)
     quiet = run("paced", paced_args(members, 0, seconds, generator), flags)
     busy = benchmark.pedantic(
         lambda: run("paced", paced_args(members, committers, seconds, generator), flags),

@@ -615,11 +615,12 @@ def serve(
     native_io: Annotated[
         bool,
         typer.Option(
-            "--native-io",
+            "--native-io/--no-native-io",
             help="Serve PLAINTEXT listeners from a Rust I/O thread that also answers the"
-            " heartbeats of current members (SSL and SASL listeners stay as they are).",
+            " heartbeats and commits of current members; --no-native-io serves them from"
+            " the asyncio loop (SSL and SASL listeners always are).",
         ),
-    ] = False,
+    ] = True,
 ) -> None:
     # imported here: assign/bench do not need asyncio or the server
     from groupcoord.server import ServerConfig, StartupError, run

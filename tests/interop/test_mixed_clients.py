@@ -22,8 +22,8 @@ from helpers import (
 @pytest.fixture(params=["asyncio", "native-io"])
 def server(serve_factory: Callable[..., Server], request: pytest.FixtureRequest) -> Server:
     # both shells: the asyncio connections, and the native one answering heartbeats itself
-    native = ("--native-io",) if request.param == "native-io" else ()
-    return serve_factory(*scenarios.topic_flags(*FAST_GROUP_FLAGS, *native))
+    shell = ("--native-io",) if request.param == "native-io" else ("--no-native-io",)
+    return serve_factory(*scenarios.topic_flags(*FAST_GROUP_FLAGS, *shell))
 
 
 def test_cooperative_group_of_three_client_implementations(server: Server, tmp_path: Path) -> None:

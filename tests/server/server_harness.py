@@ -27,8 +27,8 @@ def server_config(**overrides: Any) -> ServerConfig:
         "port": 0,
         "data_dir": None,
         "coordinator": CoordinatorConfig(group_initial_rebalance_delay_ms=0),
-        # GROUPCOORD_TEST_NATIVE_IO=1: the same scenarios over the native shell
-        "native_io": os.environ.get("GROUPCOORD_TEST_NATIVE_IO") == "1",
+        # GROUPCOORD_TEST_NATIVE_IO=0: the same scenarios over the asyncio shell
+        "native_io": os.environ.get("GROUPCOORD_TEST_NATIVE_IO", "1") != "0",
     }
     fields.update(overrides)
     return ServerConfig(**fields)

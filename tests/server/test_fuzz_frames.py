@@ -123,7 +123,7 @@ class LiveServer:
 @pytest.fixture(params=["asyncio", "native-io"])
 def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LiveServer]:
     # both shells: the native one splits frames and answers heartbeats on its own thread
-    flags = ("--native-io",) if request.param == "native-io" else ()
+    flags = ("--native-io",) if request.param == "native-io" else ("--no-native-io",)
     live = LiveServer(tmp_path / "server.log", *flags)
     try:
         yield live

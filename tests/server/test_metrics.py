@@ -160,9 +160,9 @@ def wait_assigned(consumers: list[Polling], partitions: int) -> None:
 @pytest.mark.parametrize("shell", ["asyncio", "native-io"])
 def test_a_consumer_group_moves_the_counters(serve: list[MetricsServe], shell: str) -> None:
     # the native shell answers most heartbeats on its own thread: they count all the same
-    native = ("--native-io",) if shell == "native-io" else ()
+    flags = ("--native-io",) if shell == "native-io" else ("--no-native-io",)
     server = MetricsServe(
-        "--memory", "--topic", "orders:4", "--group-initial-rebalance-delay-ms", "0", *native
+        "--memory", "--topic", "orders:4", "--group-initial-rebalance-delay-ms", "0", *flags
     )
     serve.append(server)
     before = server.scrape()

@@ -2,9 +2,9 @@
 byte for byte as Python answers them, and never for a member the coordinator would not
 answer so; everything else through the dispatcher, in each connection's request order.
 
-The asyncio listener's own scenarios run over the native shell too
-(``test_native_shell_scenarios.py``); the two shells answer the same request sequences
-alike (``test_native_commits.py``, heartbeats and commits together)."""
+The listener scenarios run over the native shell (the default) and again over the asyncio
+one (``test_asyncio_shell_scenarios.py``); the two shells answer the same request
+sequences alike (``test_native_commits.py``, heartbeats and commits together)."""
 
 from __future__ import annotations
 

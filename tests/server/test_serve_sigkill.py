@@ -1,8 +1,9 @@
 """Every commit ``groupcoord serve`` acknowledged survives a SIGKILL, with many clients
 committing at once (so the kill lands while the writer thread has a group of commits in
-one transaction, and more queued behind it). Over the asyncio shell the clients commit as
-simple consumers (generation -1); over the native shell (``--native-io``) each is the
-member of its own group, whose commits the shell takes on its thread."""
+one transaction, and more queued behind it). Over the asyncio shell (``--no-native-io``)
+the clients commit as simple consumers (generation -1); over the native shell (the
+default) each is the member of its own group, whose commits the shell takes on its
+thread."""
 
 from __future__ import annotations
 
@@ -147,6 +148,8 @@ def test_every_acknowledged_commit_survives_sigkill_under_concurrent_commits(
     args = ("--port", "0", "--data-dir", str(tmp_path / "data"), "--topic", f"t:{PARTITIONS}")
     if shell == "native":
         args += ("--native-io", "--group-initial-rebalance-delay-ms", "0")
+    else:
+        args += ("--no-native-io",)
     for run in range(2):  # kill, restart on the same directory, kill again
         first = run * 10**7  # offsets grow across restarts
         # members join groups of their own, new ones each run (the last run's members

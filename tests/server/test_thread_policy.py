@@ -1,6 +1,7 @@
-"""``groupcoord serve --native-io`` leaves its I/O threads the CPU when its other threads
-wake (``server/thread_policy.py``): every thread but the native shells' I/O threads runs
-``SCHED_BATCH``, threads started later too; without ``--native-io`` nothing changes."""
+"""``groupcoord serve`` (native I/O, the default) leaves its I/O threads the CPU when its
+other threads wake (``server/thread_policy.py``): every thread but the native shells' I/O
+threads runs ``SCHED_BATCH``, threads started later too; with ``--no-native-io`` nothing
+changes."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def serve_and_sync(tmp_path: Path, *flags: str) -> list[tuple[str, int]]:
 
 
 def test_native_io_runs_every_thread_but_the_io_thread_as_batch(tmp_path: Path) -> None:
-    threads = serve_and_sync(tmp_path, "--native-io")
+    threads = serve_and_sync(tmp_path)  # native I/O is the default
     assert [p for name, p in threads if name == IO_THREAD_NAME] == [os.SCHED_OTHER]
     others = [p for name, p in threads if name != IO_THREAD_NAME]
     # the event loop's and the writer's (started after the policy was set; CPython before
@@ -70,7 +71,7 @@ def test_native_io_runs_every_thread_but_the_io_thread_as_batch(tmp_path: Path) 
 
 
 def test_without_native_io_the_threads_keep_the_default_policy(tmp_path: Path) -> None:
-    threads = serve_and_sync(tmp_path)
+    threads = serve_and_sync(tmp_path, "--no-native-io")
     assert len(threads) >= 2 and IO_THREAD_NAME not in dict(threads)
     assert {p for _, p in threads} == {os.SCHED_OTHER}, threads
 

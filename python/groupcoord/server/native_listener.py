@@ -1,4 +1,5 @@
-"""A PLAINTEXT listener served by the native shell (``groupcoord serve --native-io``).
+"""A PLAINTEXT listener served by the native shell (``groupcoord serve``'s default; not
+with ``--no-native-io``).
 
 :class:`groupcoord._core.NetShell` runs the listener's sockets on a Rust thread, off the
 GIL: it accepts, reads, splits frames, writes replies in each connection's request order,

@@ -161,10 +161,11 @@ class ServerConfig:
     metrics_port: int | None = None
     #: the metrics endpoint's address (None: ``host``)
     metrics_host: str | None = None
-    #: serve PLAINTEXT listeners with the native shell (``--native-io``,
-    #: native_listener.py): sockets on a Rust thread, heartbeats of current members
-    #: answered there
-    native_io: bool = False
+    #: serve PLAINTEXT listeners with the native shell (native_listener.py): sockets on a
+    #: Rust thread, heartbeats and commits of current members answered there. The default:
+    #: the asyncio shell (``--no-native-io``) cannot keep heartbeats timely under commit
+    #: load (benches/results/durable.md)
+    native_io: bool = True
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -1,7 +1,7 @@
 """Which of the server's threads the kernel should favour when they want the same CPU.
 
-With ``--native-io`` the latency of heartbeats and taken commits is the native shells' I/O
-threads' (``rust/src/net/io_loop.rs``); the event loop and the store writer do the
+With native I/O (the default) the latency of heartbeats and taken commits is the native
+shells' I/O threads' (``rust/src/net/io_loop.rs``); the event loop and the store writer do the
 throughput work behind them (group changes, batches of commits, fsyncs). Under the default
 policy every wake-up of those two (a transaction written, a batch to take) may preempt an
 I/O thread in the middle of its turn, and the heartbeats it was about to answer wait for

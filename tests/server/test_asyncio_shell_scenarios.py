@@ -1,6 +1,7 @@
-"""The asyncio listener's scenarios, run again over the native shell (``native_io``): the
+"""The listener scenarios, run again over the asyncio shell (``native_io=False``,
+``groupcoord serve --no-native-io``; SSL and SASL listeners are always served there): the
 same clients must see the same server, whichever shell reads their sockets.
-(``GROUPCOORD_TEST_NATIVE_IO=1`` runs every ``server_harness`` scenario that way.)"""
+(``GROUPCOORD_TEST_NATIVE_IO=0`` runs every ``server_harness`` scenario that way.)"""
 
 from __future__ import annotations
 
@@ -34,17 +35,17 @@ SCENARIOS: list[Callable[[], None]] = [
 
 
 @pytest.fixture
-def native_io(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GROUPCOORD_TEST_NATIVE_IO", "1")
+def asyncio_io(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUPCOORD_TEST_NATIVE_IO", "0")
 
 
-@pytest.mark.usefixtures("native_io")
+@pytest.mark.usefixtures("asyncio_io")
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
-def test_over_the_native_shell(scenario: Callable[[], None]) -> None:
+def test_over_the_asyncio_shell(scenario: Callable[[], None]) -> None:
     scenario()
 
 
-@pytest.mark.usefixtures("native_io")
+@pytest.mark.usefixtures("asyncio_io")
 @pytest.mark.parametrize("raw", test_server.MALFORMED_FRAMES, ids=test_server.MALFORMED_IDS)
 def test_a_malformed_frame_closes_only_that_connection(
     raw: bytes, caplog: pytest.LogCaptureFixture
@@ -52,6 +53,6 @@ def test_a_malformed_frame_closes_only_that_connection(
     test_server.test_malformed_frame_closes_only_that_connection(raw, caplog)
 
 
-@pytest.mark.usefixtures("native_io")
+@pytest.mark.usefixtures("asyncio_io")
 def test_offset_delete_over_the_wire_is_durable(tmp_path: object) -> None:
     test_server.test_offset_delete_over_the_wire_is_durable(tmp_path)  # type: ignore[arg-type]
