@@ -54,6 +54,9 @@ _HEARTBEAT_KEY = HEARTBEAT_API_KEY.to_bytes(2, "big")
 _COMMIT_KEY = OFFSET_COMMIT_API_KEY.to_bytes(2, "big")
 #: how the shell's reasons for closes that are nobody's fault start
 _ORDINARY_CLOSES = ("the client closed", "idle", "the server is shutting down")
+#: how the reason starts when the shell's thread stopped on its own: one ERROR line says
+#: it for the listener (not a warning per connection)
+_SHELL_STOPPED = "the I/O thread stopped"
 
 
 def bind_listener(host: str, port: int) -> socket.socket:
@@ -252,7 +255,7 @@ class NativeListener:
         client = self._clients.pop(conn, None)
         if client is not None:
             peer = client[1]
-            if reason.startswith(_ORDINARY_CLOSES):
+            if reason.startswith(_ORDINARY_CLOSES) or reason.startswith(_SHELL_STOPPED):
                 log.debug("connection %s closed: %s", peer, reason, extra={"client": peer})
             else:  # a bad frame, a failed read or write: as the asyncio shell logs
                 log.warning("closing connection %s: %s", peer, reason, extra={"client": peer})
