@@ -26,11 +26,6 @@ def produce(bootstrap: str, topic: str, records: Sequence[tuple[str, str]]) -> N
         producer.close(timeout=10)
 
 
-@pytest.fixture
-def server(serve_factory: Callable[..., Server]) -> Server:
-    return fresh_server(serve_factory)
-
-
 def fresh_server(serve_factory: Callable[..., Server]) -> Server:
     return serve_factory(*scenarios.topic_flags(*FAST_GROUP_FLAGS))
 
@@ -93,8 +88,16 @@ def test_group_lifecycle(
     with_one_retry(serve_factory, tmp_path, scenario)
 
 
-def test_static_member_restart_causes_no_rebalance(server: Server, tmp_path: Path) -> None:
-    scenarios.static_member_restart(server.bootstrap, CLIENT, "range", tmp_path)
+def test_static_member_restart_causes_no_rebalance(
+    serve_factory: Callable[..., Server], tmp_path: Path
+) -> None:
+    # with_one_retry: the client's stall (see there) hit this scenario once in CI
+    # (2026-12-07): after its metadata rejoin the kafka-python leader sent no more
+    # heartbeats and was expired
+    def scenario(bootstrap: str, work: Path) -> None:
+        scenarios.static_member_restart(bootstrap, CLIENT, "range", work)
+
+    with_one_retry(serve_factory, tmp_path, scenario)
 
 
 def test_10k_records_across_a_rebalance(
