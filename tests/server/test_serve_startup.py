@@ -5,6 +5,7 @@ is written to disk. ``--topic`` for an existing topic grows it or refuses, never
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -48,6 +49,14 @@ def serve_and_stop(*args: str) -> str:
     _, err = proc.communicate(timeout=START_TIMEOUT_S)
     assert proc.returncode == 0, err
     return err
+
+
+def test_the_log_says_which_shell_serves_each_listener() -> None:
+    # native I/O is the default for PLAINTEXT; --no-native-io keeps it on asyncio
+    assert re.search(r"serving PLAINTEXT on 127\.0\.0\.1:\d+ \(native I/O; in memory\)",
+                     serve_and_stop("--memory"))  # fmt: skip
+    assert re.search(r"serving PLAINTEXT on 127\.0\.0\.1:\d+ \(asyncio I/O; in memory\)",
+                     serve_and_stop("--memory", "--no-native-io"))  # fmt: skip
 
 
 def test_a_data_dir_that_is_a_file_is_named(tmp_path: Path) -> None:

@@ -238,6 +238,11 @@ class ServerConfig:
             return [Endpoint("PLAINTEXT", self.host, self.port)]
         return [parse_listener(spec) for spec in self.listeners]
 
+    def serves_natively(self, endpoint: Endpoint) -> bool:
+        """Whether the native shell serves ``endpoint``: PLAINTEXT with ``native_io`` (TLS
+        and SASL listeners are always asyncio's)."""
+        return self.native_io and endpoint.protocol == "PLAINTEXT"
+
 
 class WallClock:
     """Milliseconds since the epoch as of the start, advanced by the monotonic clock.
@@ -365,7 +370,7 @@ class Server:
         fetches: FetchWaiter | None = None
         for index, endpoint in enumerate(config.endpoints()):
             native_socket = None
-            if config.native_io and endpoint.protocol == "PLAINTEXT":
+            if config.serves_natively(endpoint):
                 native_socket = bind_listener(endpoint.host, endpoint.port)
                 port = int(native_socket.getsockname()[1])
             else:
@@ -428,10 +433,11 @@ class Server:
         self._arm_idle_timer()
         for endpoint in self.endpoints:
             log.info(
-                "serving %s on %s:%d (%s)",
+                "serving %s on %s:%d (%s I/O; %s)",
                 endpoint.protocol,
                 endpoint.host,
                 endpoint.port,
+                "native" if config.serves_natively(endpoint) else "asyncio",
                 "in memory" if config.data_dir is None else os.path.abspath(config.data_dir),
             )
 
