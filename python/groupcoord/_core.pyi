@@ -629,6 +629,10 @@ class NetShell:
         ``(slots, commits)``: each one's ``(conn, seq)``, and each one ``(group_id, at_ms,
         topics)``, each topic ``(name, partitions)``, each partition ``(index, offset,
         leader_epoch, metadata)`` (``GroupCoordinator.store_shell_commits``' input)."""
+    def defer_commit_wakes(self) -> None:
+        """The caller's writer started a transaction and takes the commits held here
+        when it ends: until the next ``take_commits``, commits taken do not make
+        ``notify_fd`` readable."""
     def release_commits(self, commits: list[tuple[int, int]], ok: bool) -> None:
         """The taken commits ``(conn, seq)`` were stored (``ok``) or not: their held
         answers go out (no error, or COORDINATOR_NOT_AVAILABLE for each partition;
@@ -647,7 +651,7 @@ class NetShell:
         """Running totals: bytes_in, bytes_out, accepted, refused (max.connections),
         refused_per_ip (max.connections.per.ip), open, peak_unsent (the
         most reply bytes one connection held unsent), heartbeats_answered, admitted,
-        commits_taken, commit_latency_counts (per bucket, the last +Inf) and
-        commit_latency_total_s."""
+        commits_taken, commit_latency_counts (per bucket, the last +Inf),
+        commit_latency_total_s and python_wakes (wake-ups sent through ``notify_fd``)."""
     def stop(self) -> None:
         """Stop accepting, send what is ready, close every connection, end the thread."""

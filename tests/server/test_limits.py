@@ -26,6 +26,7 @@ from groupcoord.protocol.group_messages import to_kio_request
 from groupcoord.server import Server, ServerConfig
 from serve_process import ServerProcess
 from tls_certs import make_certs
+from waiting import wait_until_async as wait_until
 
 
 async def answers(server: Server, client: WireClient | None = None) -> None:
@@ -39,13 +40,6 @@ async def answers(server: Server, client: WireClient | None = None) -> None:
     assert [b.port for b in metadata.brokers] == [server.port]
     if own:
         await client.close()
-
-
-async def wait_until(condition: object, timeout_s: float = 10.0) -> None:
-    assert callable(condition)
-    async with asyncio.timeout(timeout_s):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 def test_connections_beyond_max_connections_are_closed_at_accept() -> None:

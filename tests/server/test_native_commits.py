@@ -45,6 +45,7 @@ from groupcoord.errors import CoordinatorNotAvailableError
 from groupcoord.protocol.group_messages import to_kio_request
 from groupcoord.protocol.offset_commit_codec import encode_offset_commit_response
 from groupcoord.server import Server
+from waiting import wait_until_async
 
 TOPICS = (("t", 3), ("u", 1))
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -308,6 +309,41 @@ def test_commits_taken_during_a_write_wait_with_the_shell_and_go_as_one_batch(
         )
         assert (writer.transactions - transactions, writer.batches - batches) == (2, 2)
         assert await fetched(client) == [(6, -1, ""), (-1, -1, ""), (-1, -1, "")]
+        await client.close()
+
+    run_scenario(scenario, data_dir=tmp_path, **native())
+
+
+def test_commits_taken_during_a_write_do_not_wake_the_loop(tmp_path: Path) -> None:
+    """A transaction's end takes the commits the shell took meanwhile (``on_free``), so
+    the shell does not wake the loop for them: it would find the writer busy and leave
+    them (a wasted turn of the loop per transaction under a steady commit load). Once
+    the writer is free again, a commit wakes it as before."""
+
+    async def scenario(server: Server) -> None:
+        client, member, held = await admitted_member_with_held_writes(server)
+        (listener,) = server.native_listeners
+        writer = server.gateway.writer
+        first = await client.send(to_kio_request(commit(member, (("t", 0, 1, -1, None),))))
+        assert await asyncio.to_thread(held.holding.wait, 5)
+        wakes = listener.shell.counters()["python_wakes"]
+        sent = [first]
+        for offset in range(2, 7):
+            request = commit(member, (("t", 0, offset, -1, None),))
+            sent.append(await client.send(to_kio_request(request)))
+        await wait_until_async(lambda: taken(server) >= 6)
+        await asyncio.sleep(0.1)  # a wake-up the shell sent would have arrived by now
+        assert listener.shell.counters()["python_wakes"] == wakes
+        held.release.set()
+        answers = [await client.receive() for _ in sent]
+        assert [a.correlation_id for a in answers] == sent
+        await wait_until_async(lambda: not writer.busy)
+        # free again: the next commit wakes the loop and is answered
+        wakes = listener.shell.counters()["python_wakes"]
+        last = await client.send(to_kio_request(commit(member, (("t", 0, 7, -1, None),))))
+        assert (await client.receive()).correlation_id == last
+        assert listener.shell.counters()["python_wakes"] > wakes
+        assert await fetched(client) == [(7, -1, ""), (-1, -1, ""), (-1, -1, "")]
         await client.close()
 
     run_scenario(scenario, data_dir=tmp_path, **native())

@@ -108,6 +108,7 @@ class GroupGateway:
             self._on_persisted,
             threaded=threaded,
             on_free=self.store_shell_commits,
+            on_start=self._defer_commit_wakes,
         )
         self._listeners = Listeners()
         self._now_ms = now_ms
@@ -215,6 +216,12 @@ class GroupGateway:
         :meth:`store_shell_commits`.)"""
         if not self.writer.busy:
             self.store_shell_commits()
+
+    def _defer_commit_wakes(self) -> None:
+        """A transaction started: its end takes the commits shells take meanwhile (the
+        writer's ``on_free``), so they need not wake the loop for them (it would find the
+        writer busy and leave them: one wasted turn of the loop per transaction)."""
+        self._native.defer_commit_wakes()
 
     def new_correlation(self) -> int:
         """A correlation token for a request about to be submitted (saves :meth:`submit`

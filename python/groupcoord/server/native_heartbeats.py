@@ -133,6 +133,12 @@ class NativeShells:
                 outputs.append(coordinator.store_shell_commits(commits, then))
         return outputs
 
+    def defer_commit_wakes(self) -> None:
+        """The writer started a transaction whose end takes the shells' commits: until
+        then they do not wake the loop for the commits they take."""
+        for shell in self._shells:
+            shell.defer_commit_wakes()
+
     def admit(
         self,
         coordinator: GroupCoordinator,

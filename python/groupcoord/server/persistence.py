@@ -18,6 +18,8 @@ everybody's commits. With ``threaded=False`` (the in-memory store of ``--memory`
 what it submits goes into that next transaction. The gateway hands it the commits native
 shells took meanwhile, which it leaves with them while the writer is busy (they could not
 be written sooner; taken then, they are one batch, not one per wake-up of the loop).
+``on_start`` is called when a transaction starts: its end is sure to call ``on_free``, so
+the gateway tells the shells not to wake the loop for commits until then.
 """
 
 from __future__ import annotations
@@ -49,10 +51,12 @@ class StoreWriter:
         *,
         threaded: bool,
         on_free: Callable[[], None] | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self._on_persisted = on_persisted
         self._on_free = on_free
+        self._on_start = on_start
         self._executor = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-store")
             if threaded
@@ -133,6 +137,8 @@ class StoreWriter:
             self._executor, self._write_together, batches
         )
         written.add_done_callback(lambda done: self._written(batches, done))
+        if self._on_start is not None:
+            self._on_start()  # _written calls on_free at this transaction's end
 
     def _write_together(self, batches: list[WriteBatch]) -> list[bool]:
         """On the writer thread: all batches in one transaction; if that fails, each alone."""

@@ -204,6 +204,12 @@ impl NetShellPy {
         PyTuple::new(py, [slots.into_any(), commits.into_any()])
     }
 
+    /// The writer started a transaction and takes the held commits when it ends: until
+    /// the next `take_commits`, commits taken do not wake Python.
+    fn defer_commit_wakes(&self) {
+        self.shell.defer_commit_wakes();
+    }
+
     /// Taken commits `(conn, seq)` stored (`ok`) or not: their held answers go out.
     fn release_commits(&self, commits: Vec<(u64, u64)>, ok: bool) {
         self.shell.release(commits, ok);
@@ -230,7 +236,7 @@ impl NetShellPy {
     /// Running totals: bytes in and out, connections accepted, refused (by limit) and open, the most
     /// reply bytes one connection held unsent, heartbeats answered natively, members
     /// admitted, commits taken natively and their latencies (per bucket of
-    /// `latency_bounds_s`, the last +Inf, and their sum).
+    /// `latency_bounds_s`, the last +Inf, and their sum), wake-ups sent to Python.
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (c, answered, admitted, latencies) = self.shell.with_shared(|s| {
             (
@@ -250,6 +256,7 @@ impl NetShellPy {
         d.set_item("peak_unsent", c.peak_unsent)?;
         d.set_item("heartbeats_answered", answered)?;
         d.set_item("commits_taken", c.commits_taken)?;
+        d.set_item("python_wakes", c.python_wakes)?;
         d.set_item("commit_latency_counts", latencies.counts)?;
         d.set_item("commit_latency_total_s", latencies.total_s)?;
         d.set_item("admitted", admitted)?;

@@ -122,6 +122,8 @@ pub struct Counters {
     pub peak_unsent: u64,
     /// OffsetCommits taken here
     pub commits_taken: u64,
+    /// wake-ups sent to Python (a byte on the socketpair)
+    pub python_wakes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -135,9 +137,9 @@ pub struct Shared {
     pub commit_latencies: Latencies,
     to_python: ToPython,
     python_woken: bool,
-    /// Python was woken (or a wake-up is pending) since the commits in `taken` came: it
-    /// takes them when its writer is free, so more commits do not wake it again until it
-    /// has taken these
+    /// Python was woken (or a wake-up is pending) since the commits in `taken` came, or
+    /// said it will come for them ([`Shell::defer_commit_wakes`]): it takes them when its
+    /// writer is free, so more commits do not wake it again until it has taken these
     commits_signalled: bool,
     from_python: FromPython,
     pub counters: Counters,
@@ -228,6 +230,13 @@ impl Shell {
         let mut s = lock(&self.shared);
         s.commits_signalled = false;
         std::mem::take(&mut s.taken)
+    }
+
+    /// Python's writer started a transaction, and takes the commits held here when it
+    /// ends: until it next takes them, commits taken here do not wake it (one wake-up
+    /// fewer per transaction, and it would find the writer busy and leave them here).
+    pub fn defer_commit_wakes(&self) {
+        lock(&self.shared).commits_signalled = true;
     }
 
     /// Replies ready: `(connection, sequence number, frame or None for no reply)`, and
@@ -463,6 +472,7 @@ impl IoThread {
         s.commits_signalled |= !s.taken.is_empty();
         if !s.python_woken {
             s.python_woken = true;
+            s.counters.python_wakes += 1;
             drop(s);
             // WouldBlock: the socket already holds unread wake-ups, which is as good
             let _ = (&self.notify_tx).write(&[1]);
