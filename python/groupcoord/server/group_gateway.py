@@ -103,12 +103,17 @@ class GroupGateway:
         threaded: bool = False,
     ) -> None:
         self.coordinator = coordinator
+        #: native shells answering admitted members' heartbeats and taking their commits
+        #: (native_heartbeats.py)
+        self._native = NativeShells()
         self.writer = StoreWriter(
             MemoryOffsetStore() if store is None else store,
             self._on_persisted,
             threaded=threaded,
             on_free=self.store_shell_commits,
-            on_start=self._defer_commit_wakes,
+            # a transaction's end takes the commits shells take meanwhile (on_free): they
+            # need not wake the loop for them, which would find the writer busy
+            on_start=self._native.defer_commit_wakes,
         )
         self._listeners = Listeners()
         self._now_ms = now_ms
@@ -118,9 +123,6 @@ class GroupGateway:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._closed = False
-        #: native shells answering admitted members' heartbeats and taking their commits
-        #: (native_heartbeats.py)
-        self._native = NativeShells()
         self._listeners.add_rebalance_listener(log_rebalance)
 
     def attach_native(self, shell: NetShell) -> None:
@@ -216,12 +218,6 @@ class GroupGateway:
         :meth:`store_shell_commits`.)"""
         if not self.writer.busy:
             self.store_shell_commits()
-
-    def _defer_commit_wakes(self) -> None:
-        """A transaction started: its end takes the commits shells take meanwhile (the
-        writer's ``on_free``), so they need not wake the loop for them (it would find the
-        writer busy and leave them: one wasted turn of the loop per transaction)."""
-        self._native.defer_commit_wakes()
 
     def new_correlation(self) -> int:
         """A correlation token for a request about to be submitted (saves :meth:`submit`

@@ -766,21 +766,22 @@ impl IoThread {
     /// against `max.connections` forever).
     fn fail(&mut self, why: String) {
         let reason = format!("the I/O thread stopped: {why}");
-        let _ = self.poll.registry().deregister(&mut self.listener);
-        let tokens: Vec<usize> = self.conns.keys().copied().collect();
-        for t in tokens {
-            self.drop_conn(t, reason.clone());
-        }
+        self.close_everything(&reason);
         lock(&self.shared).failure = Some(reason);
         self.wake_python();
     }
 
     fn shut_down(&mut self) {
+        self.close_everything("the server is shutting down");
+    }
+
+    /// Stop accepting, send what is ready on each connection, close them all (`reason`).
+    fn close_everything(&mut self, reason: &str) {
         let _ = self.poll.registry().deregister(&mut self.listener);
         let tokens: Vec<usize> = self.conns.keys().copied().collect();
         for t in tokens {
             self.send(t);
-            self.drop_conn(t, "the server is shutting down".into());
+            self.drop_conn(t, reason.to_string());
         }
     }
 }
