@@ -134,8 +134,6 @@ class NativeListener:
         self._ready: list[tuple[int, int, bytes | None]] = []
         #: requests parked since the last hand-over (their replies come later)
         self._parked_now: list[tuple[int, int]] = []
-        #: why the shell's thread stopped serving on its own, once it has (logged once)
-        self._failure: str | None = None
 
     @property
     def connections(self) -> int:
@@ -174,9 +172,12 @@ class NativeListener:
         self._dispatch_backlog()
         for conn, reason in closed:
             self._forget(conn, reason)
-        if self._failure is None and (failure := self.shell.failure) is not None:
-            # its connections were closed above; new ones are refused from now on
-            self._failure = failure
+        if (failure := self.shell.failure) is not None:
+            # its connections were closed above; new ones are refused from now on. Its
+            # thread is gone and with it the other end of notify_fd, which now reads EOF,
+            # readable forever: stop watching it (this runs, and logs, once)
+            assert self._loop is not None
+            self._loop.remove_reader(self.shell.notify_fd)
             log.error("the listener on %s stopped serving: %s", self.address, failure)
 
     def _dispatch_backlog(self) -> None:

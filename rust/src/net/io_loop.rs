@@ -845,6 +845,11 @@ mod tests {
                 "the client sees the close"
             );
         }
+        // the thread ends with run(): its end of the wake-up socketpair closes, so Python's
+        // end reads EOF, readable for good (native_listener stops watching it)
+        drop(io);
+        let mut byte = [0u8; 1];
+        assert_eq!((&notify).read(&mut byte).unwrap(), 0);
     }
 
     /// Whether a wake-up byte was waiting (and consume it).
