@@ -19,8 +19,13 @@ sockets to ``benches/loadgen`` (Rust, built on demand with cargo) to send and ti
 a Python loop sending 15,000 requests a second was measuring itself (its own queueing
 added 15-20 ms to a commit answered in 2 ms, and ~5 ms to heartbeats answered in 0.2 ms;
 ``benches/results/durable.md``, 2026-12-07). ``--generator=python`` keeps it in Python,
-for comparison. ``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another
-checkout (the "before" figures: main's server fsyncs every commit on its event loop).
+for comparison. The native generator also stamps each answer with its arrival on the
+member's socket (the kernel's ``SO_TIMESTAMPNS``): ``heartbeat_arrival_*`` figures leave
+out the time an answer waited for the generator's one thread to read it (busy sending or
+reading the other members' sockets), which a member with its own heartbeat thread (KIP-62)
+does not wait; ``heartbeat_*`` figures (to the read) count it.
+``GROUPCOORD_BENCH_SERVER_PYTHONPATH`` runs the server from another checkout (the "before"
+figures: main's server fsyncs every commit on its event loop).
 
 Script: ``python benches/bench_durable.py commits [members] [connections] [seconds]`` or
 ``python benches/bench_durable.py heartbeats [members] [committers] [seconds]`` prints
@@ -290,14 +295,19 @@ def _native_paced(args: dict[str, Any], load: PacedLoad) -> dict[str, Any]:
         return [us / 1e6 for us in got[key]]
 
     hb_committers, hb_others = seconds("heartbeat_committer_us"), seconds("heartbeat_other_us")
+    arrived = seconds("heartbeat_committer_arrival_us") + seconds("heartbeat_other_arrival_us")
+    counts = ("heartbeats", "commits", "errors", "elapsed_s", "generator_cpu_s", "unstamped")
     return (
-        {k: got[k] for k in ("heartbeats", "commits", "errors", "elapsed_s", "generator_cpu_s")}
+        {k: got[k] for k in counts}
         | {"generator": "native"}
         | _percentiles(hb_committers + hb_others, "heartbeat")
         | _percentiles(hb_others, "heartbeat_non_committer")
         | _percentiles(hb_committers, "heartbeat_committer")
         | _percentiles(seconds("commit_us"), "commit")
         | _percentiles(seconds("send_lag_us"), "send_lag")
+        # to the answers' arrival on the socket, without the generator's own wait (loadgen)
+        | _percentiles(arrived, "heartbeat_arrival")
+        | _percentiles(seconds("commit_arrival_us"), "commit_arrival")
     )
 
 
@@ -524,6 +534,13 @@ def test_bench_durable_heartbeat_p99(
     assert busy["commits"] > 0
     ratio = busy["heartbeat_p99_ms"] / quiet["heartbeat_p99_ms"]
     benchmark.extra_info.update({"quiet": quiet, "busy": busy, "p99_ratio": ratio})
+    if generator == "native":  # answers stamped at their arrival too
+        arrival = busy["heartbeat_arrival_p99_ms"] / quiet["heartbeat_arrival_p99_ms"]
+        benchmark.extra_info["p99_arrival_ratio"] = arrival
+        print(
+            f"\n{shell}: heartbeat p99 at arrival: {quiet['heartbeat_arrival_p99_ms']:.2f} ms "
+            f"alone, {busy['heartbeat_arrival_p99_ms']:.2f} ms with commits: {arrival:.2f}x"
+        )
     print(
         f"\n{shell}, {generator} generator: heartbeat p99, {members} members: "
         f"{quiet['heartbeat_p99_ms']:.2f} ms alone, "
@@ -587,13 +604,21 @@ def _main(argv: Sequence[str]) -> None:
         nums = [float(a) for a in argv[1:]]
         members, committers, seconds = (nums + [5000, 1000, 10][len(nums) :])[:3]
         p99s: dict[int, list[float]] = {0: [], int(committers): []}
+        #: the same at the answers' arrival (the native generator's kernel stamps)
+        arrival_p99s: dict[int, list[float]] = {0: [], int(committers): []}
         for _ in range(rounds):  # alternated: the machine's noise falls on both alike
             for k in p99s:
                 result = run("paced", paced_args(int(members), k, seconds, generator), flags)
                 p99s[k].append(result["heartbeat_p99_ms"])
+                if "heartbeat_arrival_p99_ms" in result:
+                    arrival_p99s[k].append(result["heartbeat_arrival_p99_ms"])
                 print(json.dumps(result), flush=True)
         if rounds > 1:
-            print(json.dumps(rounds_summary(*p99s.values())), flush=True)
+            summary = {"at": "read"} | rounds_summary(*p99s.values())
+            print(json.dumps(summary), flush=True)
+            if all(arrival_p99s.values()):
+                summary = {"at": "arrival"} | rounds_summary(*arrival_p99s.values())
+                print(json.dumps(summary), flush=True)
     else:
         raise SystemExit(f"usage: {__doc__}")
 

@@ -7,7 +7,13 @@
 //! prints `ready`, waits for a line on stdin, runs, and prints one JSON line: the counts,
 //! its CPU time, and every latency in microseconds (the bench computes the percentiles, as
 //! for its Python generator). Latency is from the `write` of a request to the `read` that
-//! completed its answer, on the monotonic clock.
+//! completed its answer, on the monotonic clock; and, as *arrival* latency, to the moment
+//! the kernel received the answer's last bytes on the member's socket (`SO_TIMESTAMPNS`,
+//! on the real-time clock, as the send is stamped too). One thread serves every member
+//! here, so an answer that arrives while it is busy with the others (sending a burst of
+//! due requests, reading other sockets) waits to be read: the read latency counts that
+//! wait, the arrival latency does not. A client has its own heartbeat thread (KIP-62) and
+//! reads its answer as it arrives, so arrival is the latency one member sees.
 //!
 //! Usage: `groupcoord-loadgen SPEC_FILE`
 
@@ -15,7 +21,7 @@ mod spec;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::io::{self, BufRead, ErrorKind, Read, Write};
+use std::io::{self, BufRead, ErrorKind, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::time::{Duration, Instant};
@@ -34,8 +40,9 @@ struct Conn {
     /// what the socket did not take yet (sent as soon as it does)
     wbuf: Vec<u8>,
     rbuf: Vec<u8>,
-    /// requests in flight in send order: (written at, member, kind)
-    sent: VecDeque<(Instant, usize, Kind)>,
+    /// requests in flight in send order: (written at, on the monotonic clock and in
+    /// real-time nanoseconds, member, kind)
+    sent: VecDeque<(Instant, i64, usize, Kind)>,
 }
 
 #[derive(Default)]
@@ -46,6 +53,12 @@ struct Tally {
     heartbeat_committer_us: Vec<u64>,
     heartbeat_other_us: Vec<u64>,
     commit_us: Vec<u64>,
+    /// the same, to the answers' arrival on the socket (see the module docs)
+    heartbeat_committer_arrival_us: Vec<u64>,
+    heartbeat_other_arrival_us: Vec<u64>,
+    commit_arrival_us: Vec<u64>,
+    /// answers read with no kernel timestamp (their arrival latency is their read latency)
+    unstamped: u64,
     /// how late each send was against its due time (the generator's own health)
     send_lag_us: Vec<u64>,
 }
@@ -110,6 +123,7 @@ impl Load {
                     stream
                         .set_nonblocking(true)
                         .map_err(|e| format!("fd {} is not a usable socket: {e}", member.fd))?;
+                    stamp_arrivals(&stream)?;
                     conns.push(Conn {
                         stream,
                         wbuf: Vec::new(),
@@ -217,7 +231,8 @@ impl Load {
         };
         let i = self.conn_of[m];
         let conn = &mut self.conns[i];
-        conn.sent.push_back((Instant::now(), m, kind));
+        conn.sent
+            .push_back((Instant::now(), realtime_ns(), m, kind));
         if conn.wbuf.is_empty() {
             let written = write_some(&mut conn.stream, frame)?;
             if written < frame.len() {
@@ -249,16 +264,23 @@ impl Load {
     fn receive(&mut self, i: usize, end: Instant) -> Result<(), String> {
         let conn = &mut self.conns[i];
         let mut chunk = [0u8; 1 << 16];
+        // the latest arrival of the bytes read: every answer completed by this call arrived
+        // by then (an earlier one is counted a little late, never early)
+        let mut arrived_ns: Option<i64> = None;
         loop {
-            match conn.stream.read(&mut chunk) {
-                Ok(0) => return Err(format!("the server closed connection {i}")),
-                Ok(n) => conn.rbuf.extend_from_slice(&chunk[..n]),
+            match read_stamped(&conn.stream, &mut chunk) {
+                Ok((0, _)) => return Err(format!("the server closed connection {i}")),
+                Ok((n, stamp)) => {
+                    conn.rbuf.extend_from_slice(&chunk[..n]);
+                    arrived_ns = arrived_ns.max(stamp);
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(format!("reading connection {i}: {e}")),
             }
         }
         let now = Instant::now();
+        let now_ns = realtime_ns();
         let mut answered = Vec::new();
         let mut offset = 0;
         while let Some(size) = conn.rbuf.get(offset..offset + 4) {
@@ -266,7 +288,7 @@ impl Load {
             let Some(body) = conn.rbuf.get(offset + 4..offset + 4 + size) else {
                 break;
             };
-            let (at, m, kind) = conn
+            let (at, at_ns, m, kind) = conn
                 .sent
                 .pop_front()
                 .ok_or_else(|| format!("connection {i} answered a request never sent"))?;
@@ -275,11 +297,19 @@ impl Load {
                 Kind::Commit => self.spec.commit_error_at,
             };
             let error = body.get(error_at..error_at + 2).is_none_or(|e| e != [0, 0]);
-            answered.push((m, kind, micros(now - at), error));
+            // a real-time clock stepped back during the run shows as a negative span: 0
+            let arrival_ns = (arrived_ns.unwrap_or(now_ns) - at_ns).max(0);
+            let arrival_us = (arrival_ns / 1000) as u64;
+            answered.push((m, kind, micros(now - at), arrival_us, error));
             offset += 4 + size;
         }
         conn.rbuf.drain(..offset);
-        for (m, kind, us, error) in answered {
+        self.tally.unstamped += if arrived_ns.is_none() {
+            answered.len() as u64
+        } else {
+            0
+        };
+        for (m, kind, us, arrival_us, error) in answered {
             self.in_flight[m][kind as usize] = false;
             self.in_flight_count -= 1;
             self.tally.errors += u64::from(error);
@@ -287,13 +317,16 @@ impl Load {
                 Kind::Commit => {
                     self.tally.commits += 1;
                     self.tally.commit_us.push(us);
+                    self.tally.commit_arrival_us.push(arrival_us);
                 }
                 Kind::Heartbeat => {
                     self.tally.heartbeats += 1;
                     if self.spec.members[m].commit.is_some() {
                         self.tally.heartbeat_committer_us.push(us);
+                        self.tally.heartbeat_committer_arrival_us.push(arrival_us);
                     } else {
                         self.tally.heartbeat_other_us.push(us);
+                        self.tally.heartbeat_other_arrival_us.push(arrival_us);
                     }
                 }
             }
@@ -317,6 +350,73 @@ fn write_some(stream: &mut TcpStream, bytes: &[u8]) -> Result<usize, String> {
     }
 }
 
+/// Ask the kernel to stamp each received segment with its arrival time (`SO_TIMESTAMPNS`;
+/// read back by [`read_stamped`]).
+fn stamp_arrivals(stream: &TcpStream) -> Result<(), String> {
+    let on: libc::c_int = 1;
+    // SAFETY: a plain setsockopt on a socket this process owns; `on` outlives the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(format!("SO_TIMESTAMPNS: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// `read` that also returns when the kernel received the last segment read (real-time
+/// nanoseconds; `None` if the kernel gave no stamp).
+fn read_stamped(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // u64s: aligned for the cmsghdr the kernel writes at its start
+    let mut control = [0u64; 16];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: every pointer in `msg` points at a live buffer of the length given.
+    let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the CMSG_* walk stays within msg_controllen, as the kernel filled it.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                stamp = Some(ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
+/// Now on the real-time clock (the clock the kernel stamps arrivals with), in nanoseconds.
+fn realtime_ns() -> i64 {
+    // SAFETY: clock_gettime only writes the struct it is given.
+    let ts = unsafe {
+        let mut ts = std::mem::zeroed::<libc::timespec>();
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+        ts
+    };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
 fn micros(d: Duration) -> u64 {
     d.as_micros() as u64
 }
@@ -330,7 +430,9 @@ impl Tally {
         format!(
             "{{\"heartbeats\":{},\"commits\":{},\"errors\":{},\"elapsed_s\":{},\
              \"generator_cpu_s\":{cpu_s},\"heartbeat_committer_us\":{},\
-             \"heartbeat_other_us\":{},\"commit_us\":{},\"send_lag_us\":{}}}",
+             \"heartbeat_other_us\":{},\"commit_us\":{},\"send_lag_us\":{},\
+             \"heartbeat_committer_arrival_us\":{},\"heartbeat_other_arrival_us\":{},\
+             \"commit_arrival_us\":{},\"unstamped\":{}}}",
             self.heartbeats,
             self.commits,
             self.errors,
@@ -339,6 +441,10 @@ impl Tally {
             list(&self.heartbeat_other_us),
             list(&self.commit_us),
             list(&self.send_lag_us),
+            list(&self.heartbeat_committer_arrival_us),
+            list(&self.heartbeat_other_arrival_us),
+            list(&self.commit_arrival_us),
+            self.unstamped,
         )
     }
 }
@@ -413,5 +519,42 @@ impl Drop for Epoll {
     fn drop(&mut self) {
         // SAFETY: the descriptor is this struct's alone.
         unsafe { libc::close(self.fd) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_read_is_stamped_with_when_its_bytes_arrived_not_when_they_were_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let reader = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut writer, _) = listener.accept().unwrap();
+        stamp_arrivals(&reader).unwrap();
+        let before = realtime_ns();
+        writer.write_all(b"answer").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let read_at = realtime_ns();
+        let mut buf = [0u8; 64];
+        let (n, stamp) = read_stamped(&reader, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"answer");
+        let stamp = stamp.expect("the kernel stamps segments once SO_TIMESTAMPNS is on");
+        // it arrived right after the write, ~50 ms before the read
+        assert!(
+            before <= stamp && stamp < read_at - 40_000_000,
+            "{before} {stamp} {read_at}"
+        );
+    }
+
+    #[test]
+    fn an_unstamped_socket_reads_with_no_stamp() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let reader = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut writer, _) = listener.accept().unwrap();
+        writer.write_all(b"x").unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(read_stamped(&reader, &mut buf).unwrap(), (1, None));
     }
 }
