@@ -533,6 +533,19 @@ mod tests {
         let reader = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut writer, _) = listener.accept().unwrap();
         stamp_arrivals(&reader).unwrap();
+        // the first socket to ask makes the kernel turn stamping on, asynchronously (a
+        // work item flips a static key): segments that arrive before then carry no stamp,
+        // so probe until one does (the generator asks on every socket before its run)
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            writer.write_all(b"p").unwrap();
+            let mut probe = [0u8; 1];
+            if read_stamped(&reader, &mut probe).unwrap().1.is_some() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no segment stamped within 5 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let before = realtime_ns();
         writer.write_all(b"answer").unwrap();
         std::thread::sleep(Duration::from_millis(50));
