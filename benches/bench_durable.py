@@ -603,22 +603,16 @@ def _main(argv: Sequence[str]) -> None:
     elif mode == "heartbeats":
         nums = [float(a) for a in argv[1:]]
         members, committers, seconds = (nums + [5000, 1000, 10][len(nums) :])[:3]
-        p99s: dict[int, list[float]] = {0: [], int(committers): []}
-        #: the same at the answers' arrival (the native generator's kernel stamps)
-        arrival_p99s: dict[int, list[float]] = {0: [], int(committers): []}
+        results: dict[int, list[dict[str, Any]]] = {0: [], int(committers): []}
         for _ in range(rounds):  # alternated: the machine's noise falls on both alike
-            for k in p99s:
-                result = run("paced", paced_args(int(members), k, seconds, generator), flags)
-                p99s[k].append(result["heartbeat_p99_ms"])
-                if "heartbeat_arrival_p99_ms" in result:
-                    arrival_p99s[k].append(result["heartbeat_arrival_p99_ms"])
-                print(json.dumps(result), flush=True)
-        if rounds > 1:
-            summary = {"at": "read"} | rounds_summary(*p99s.values())
-            print(json.dumps(summary), flush=True)
-            if all(arrival_p99s.values()):
-                summary = {"at": "arrival"} | rounds_summary(*arrival_p99s.values())
-                print(json.dumps(summary), flush=True)
+            for k, runs in results.items():
+                runs.append(run("paced", paced_args(int(members), k, seconds, generator), flags))
+                print(json.dumps(runs[-1]), flush=True)
+        # at the read, and at the answers' arrival where the generator stamped them
+        for at, key in (("read", "heartbeat_p99_ms"), ("arrival", "heartbeat_arrival_p99_ms")):
+            if rounds > 1 and all(key in r for runs in results.values() for r in runs):
+                p99s = ([r[key] for r in runs] for runs in results.values())
+                print(json.dumps({"at": at} | rounds_summary(*p99s)), flush=True)
     else:
         raise SystemExit(f"usage: {__doc__}")
 

@@ -16,7 +16,8 @@ topics' metadata before it subscribes, as :func:`subscribed_consumer` does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafka import KafkaConsumer
@@ -29,6 +30,26 @@ from kafka import KafkaConsumer
 #: run in ten fails one time in a hundred, and the suite has eight: on 2026-12-07 a CI run
 #: failed on one stalling twice in a row. A third failure in a row still fails the test.
 KAFKA_PYTHON_ATTEMPTS = 3
+
+
+def run_with_retries(
+    run: Callable[[int], None], retriable: Callable[[AssertionError], bool] = lambda _: True
+) -> None:
+    """``run(1)``, then ``run(2)``... (each on a fresh server: the caller's) while it fails
+    with a ``retriable`` AssertionError, up to :data:`KAFKA_PYTHON_ATTEMPTS` runs; every
+    failure retried is a warning in the test summary, the last one fails the test."""
+    for attempt in range(1, KAFKA_PYTHON_ATTEMPTS + 1):
+        try:
+            run(attempt)
+            return
+        except AssertionError as failure:
+            if attempt == KAFKA_PYTHON_ATTEMPTS or not retriable(failure):
+                raise
+            warnings.warn(
+                f"kafka-python scenario failed (run {attempt} of {KAFKA_PYTHON_ATTEMPTS}), "
+                f"retried: {str(failure)[:300]}",
+                stacklevel=3,
+            )
 
 
 def subscribed_consumer(topics: Sequence[str], **config: Any) -> KafkaConsumer:

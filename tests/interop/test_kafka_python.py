@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import scenarios
 from helpers import FAST_GROUP_FLAGS, Server
 from kafka import KafkaProducer
 
-from kafka_python_consumer import KAFKA_PYTHON_ATTEMPTS
+from kafka_python_consumer import run_with_retries
 
 CLIENT = "kafka-python"
 
@@ -42,8 +41,8 @@ def with_retries(
     serve_factory: Callable[..., Server], tmp_path: Path, scenario: Callable[[str, Path], None]
 ) -> None:
     """Run a kafka-python group scenario; if it fails, run it again on a fresh server, up
-    to :data:`KAFKA_PYTHON_ATTEMPTS` runs in all, every failure shown as a warning in the
-    test summary.
+    to ``KAFKA_PYTHON_ATTEMPTS`` runs in all (``run_with_retries``), every failure shown as
+    a warning in the test summary.
 
     Why: kafka-python 3.0.12 sometimes stalls in the client after a rebalance (eager or
     cooperative) (about one run in ten on this loaded 2-core machine): a leader that
@@ -55,18 +54,9 @@ def with_retries(
     ``tools/kafka_python_stall.py`` reproduces it against Kafka alone. Why three runs:
     :data:`kafka_python_consumer.KAFKA_PYTHON_ATTEMPTS`.
     """
-    for attempt in range(1, KAFKA_PYTHON_ATTEMPTS + 1):
-        try:
-            scenario(fresh_server(serve_factory).bootstrap, workdir(tmp_path, f"run{attempt}"))
-            return
-        except AssertionError as failure:
-            if attempt == KAFKA_PYTHON_ATTEMPTS:
-                raise
-            warnings.warn(
-                f"kafka-python scenario failed (run {attempt} of {KAFKA_PYTHON_ATTEMPTS}), "
-                f"retried: {str(failure)[:300]}",
-                stacklevel=2,
-            )
+    run_with_retries(
+        lambda n: scenario(fresh_server(serve_factory).bootstrap, workdir(tmp_path, f"run{n}"))
+    )
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -29,7 +28,7 @@ from runner_helpers import (
 from groupcoord.errors import FencedInstanceIdError
 from groupcoord.member import GroupMember
 from groupcoord.types import TopicPartition
-from kafka_python_consumer import KAFKA_PYTHON_ATTEMPTS
+from kafka_python_consumer import run_with_retries
 from waiting import wait_until
 
 # --------------------------------------------------------------------------------------
@@ -299,20 +298,12 @@ def test_mixed_group_with_kafka_python_keeps_ownership_exclusive(
     shown as a warning, as tests/interop/test_kafka_python.py's ``with_retries`` does; a
     third failure in a row fails the test, and an ownership violation or overlap fails it
     at once."""
-    bootstrap = server.bootstrap
-    for run in range(1, KAFKA_PYTHON_ATTEMPTS + 1):
-        try:
-            _mixed_group_scenario(bootstrap, partial(make_member, bootstrap_servers=bootstrap))
-            return
-        except AssertionError as failure:
-            if run == KAFKA_PYTHON_ATTEMPTS or not str(failure).startswith("timed out after"):
-                raise
-            warnings.warn(
-                f"kafka-python scenario failed (run {run} of {KAFKA_PYTHON_ATTEMPTS}), "
-                f"retried: {str(failure)[:300]}",
-                stacklevel=2,
-            )
-            bootstrap = serve_factory(*SERVER_ARGS).bootstrap
+
+    def run(attempt: int) -> None:
+        bootstrap = server.bootstrap if attempt == 1 else serve_factory(*SERVER_ARGS).bootstrap
+        _mixed_group_scenario(bootstrap, partial(make_member, bootstrap_servers=bootstrap))
+
+    run_with_retries(run, retriable=lambda failure: str(failure).startswith("timed out after"))
 
 
 def _mixed_group_scenario(bootstrap: str, make_member: Callable[..., GroupMember]) -> None:

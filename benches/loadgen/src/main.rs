@@ -280,7 +280,9 @@ impl Load {
             }
         }
         let now = Instant::now();
-        let now_ns = realtime_ns();
+        // no stamp (stamping not on yet): the read is the arrival
+        let stamped = arrived_ns.is_some();
+        let arrived_ns = arrived_ns.unwrap_or_else(realtime_ns);
         let mut answered = Vec::new();
         let mut offset = 0;
         while let Some(size) = conn.rbuf.get(offset..offset + 4) {
@@ -298,17 +300,14 @@ impl Load {
             };
             let error = body.get(error_at..error_at + 2).is_none_or(|e| e != [0, 0]);
             // a real-time clock stepped back during the run shows as a negative span: 0
-            let arrival_ns = (arrived_ns.unwrap_or(now_ns) - at_ns).max(0);
-            let arrival_us = (arrival_ns / 1000) as u64;
+            let arrival_us = ((arrived_ns - at_ns).max(0) / 1000) as u64;
             answered.push((m, kind, micros(now - at), arrival_us, error));
             offset += 4 + size;
         }
         conn.rbuf.drain(..offset);
-        self.tally.unstamped += if arrived_ns.is_none() {
-            answered.len() as u64
-        } else {
-            0
-        };
+        if !stamped {
+            self.tally.unstamped += answered.len() as u64;
+        }
         for (m, kind, us, arrival_us, error) in answered {
             self.in_flight[m][kind as usize] = false;
             self.in_flight_count -= 1;
